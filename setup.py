@@ -1,0 +1,47 @@
+"""tfbert: a TensorFlow/Keras model-garden module for BERT."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="tfbert",
+    version="0.1.0",
+    description="BERT for TensorFlow/Keras 3: preprocessing as graph ops, "
+    "pretraining, fine-tuning, distribution and export.",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["tfbert", "tfbert.*"]) + ["tfbert.configs"],
+    # The YAML presets live in the repo's top-level configs/ and ship as
+    # package data, so BertConfig.from_preset works from any install.
+    package_dir={"tfbert.configs": "configs"},
+    package_data={"tfbert.configs": ["*.yaml", "*/*.yaml"]},
+    install_requires=[
+        # `tensorflow` (not tensorflow-cpu): tensorflow-text needs the full
+        # wheel, and on Linux the same wheel runs on CUDA GPUs via
+        # `pip install tensorflow[and-cuda]==2.21.*`, no edits needed.
+        "tensorflow>=2.21,<2.22",
+        "tensorflow-text>=2.21,<2.22",
+        "keras>=3.10,<4",
+        "keras-hub>=0.32,<0.33",
+        "tensorflow-hub>=0.16,<0.17",
+        "absl-py>=2.1",
+        "pyyaml>=6.0",
+        "safetensors>=0.4",
+        "numpy>=1.26",
+    ],
+    extras_require={
+        "test": [
+            "pytest>=8",
+            # Reference implementations for parity tests only. torch is pinned
+            # first so the resolver never pulls a multi-GB CUDA build.
+            "torch==2.13.0",
+            "transformers>=4.40",
+            "sentence-transformers>=3.0",
+            "tokenizers>=0.15",
+            "scipy>=1.11",
+            "tf-keras>=2.21,<2.22",
+            "ai-edge-litert>=2.3",
+        ],
+    },
+    entry_points={},
+)

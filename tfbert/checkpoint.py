@@ -1,0 +1,136 @@
+"""The tfbert checkpoint directory: the one hand-off format between
+`convert`, `train` and `export`.
+
+    <dir>/config.json        {"format": "tfbert-checkpoint", "version": 1,
+                               "encoder": {BertConfig fields},
+                               "lower_case": bool, "source": str}
+    <dir>/model.safetensors  weights by name: "encoder/<encoder weight name>",
+                             and optional heads "mlm/...", "nsp/..."
+    <dir>/vocab.txt          WordPiece vocabulary, one token per line
+
+Written to a temporary sibling directory and renamed into place, so a killed
+writer never leaves a half checkpoint behind.
+"""
+
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+
+import numpy as np
+import safetensors
+import safetensors.numpy
+
+from tfbert.config import BertConfig
+
+FORMAT = "tfbert-checkpoint"
+VERSION = 1
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+VOCAB_FILE = "vocab.txt"
+
+
+@dataclasses.dataclass
+class Checkpoint:
+    """A read checkpoint directory: config, tokenizer settings, weights."""
+
+    path: str
+    config: BertConfig
+    lower_case: bool
+    weights: dict
+    source: str = ""
+
+    @property
+    def vocab_file(self):
+        return os.path.join(self.path, VOCAB_FILE)
+
+    @property
+    def weights_path(self):
+        return os.path.join(self.path, WEIGHTS_FILE)
+
+    def encoder_weights(self):
+        return self.prefixed_weights("encoder")
+
+    def prefixed_weights(self, prefix):
+        """`{name: array}` of the weights under `prefix/`, prefix stripped."""
+        start = prefix + "/"
+        return {k[len(start):]: v for k, v in self.weights.items() if k.startswith(start)}
+
+
+def save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
+                    head_weights=None, source=""):
+    """Writes a checkpoint directory atomically.
+
+    `encoder_weights`: `{name: array}` as `BertEncoder.get_named_weights()`.
+    `head_weights`: optional `{"mlm": {...}, "nsp": {...}}`.
+    """
+    if not os.path.isfile(vocab_file):
+        raise FileNotFoundError(f"Vocabulary file not found: {vocab_file}")
+    tensors = {f"encoder/{k}": np.ascontiguousarray(v) for k, v in encoder_weights.items()}
+    for head, weights in (head_weights or {}).items():
+        tensors.update({f"{head}/{k}": np.ascontiguousarray(v) for k, v in weights.items()})
+    meta = {
+        "format": FORMAT,
+        "version": VERSION,
+        "encoder": config.to_dict(),
+        "lower_case": bool(lower_case),
+        "source": source,
+    }
+    out_dir = os.path.abspath(out_dir)
+    parent = os.path.dirname(out_dir)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(out_dir)}.tmp-", dir=parent)
+    try:
+        with open(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as f:
+            json.dump(meta, f, indent=2, sort_keys=True)
+        safetensors.numpy.save_file(tensors, os.path.join(tmp, WEIGHTS_FILE))
+        shutil.copyfile(vocab_file, os.path.join(tmp, VOCAB_FILE))
+        replace_dir(tmp, out_dir)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out_dir
+
+
+def replace_dir(src, dst):
+    """Moves directory `src` to `dst`, replacing an existing `dst` in one rename."""
+    if os.path.exists(dst):
+        old = dst + ".old"
+        shutil.rmtree(old, ignore_errors=True)
+        os.rename(dst, old)
+        os.rename(src, dst)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.rename(src, dst)
+
+
+def read_checkpoint(path):
+    """Reads and validates a checkpoint directory; errors name the bad file."""
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"tfbert checkpoint directory not found: {path}")
+    config_path = os.path.join(path, CONFIG_FILE)
+    if not os.path.isfile(config_path):
+        raise FileNotFoundError(f"Not a tfbert checkpoint: {config_path} is missing.")
+    try:
+        with open(config_path, encoding="utf-8") as f:
+            meta = json.load(f)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{config_path}: not valid JSON: {e}") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise ValueError(f"{config_path}: not a tfbert checkpoint config (no format={FORMAT!r}).")
+    config = BertConfig.from_dict(meta.get("encoder"), source=config_path)
+    for name in (WEIGHTS_FILE, VOCAB_FILE):
+        if not os.path.isfile(os.path.join(path, name)):
+            raise FileNotFoundError(f"tfbert checkpoint {path} has no {name}.")
+    weights_path = os.path.join(path, WEIGHTS_FILE)
+    try:
+        weights = safetensors.numpy.load_file(weights_path)
+    except Exception as e:  # safetensors raises its own error types
+        raise ValueError(f"{weights_path}: cannot read safetensors file: {e}") from None
+    return Checkpoint(
+        path=path,
+        config=config,
+        lower_case=bool(meta.get("lower_case", True)),
+        weights=weights,
+        source=meta.get("source", ""),
+    )

@@ -1,0 +1,236 @@
+"""`BertEncoder`: the BERT transformer encoder as a Keras 3 functional model."""
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import ops
+
+from tfbert.config import BertConfig
+from tfbert.layers.embeddings import BertEmbeddings
+from tfbert.layers.transformer_block import TransformerBlock
+
+INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+@keras.saving.register_keras_serializable(package="tfbert")
+class BertEncoder(keras.Model):
+    """BERT encoder with the TF Hub input and output names.
+
+    Inputs: a dict of int32 `[batch, seq]` tensors `input_word_ids`,
+    `input_mask` (1 for real tokens, 0 for padding) and `input_type_ids`.
+
+    Outputs: a dict with `sequence_output` `[batch, seq, hidden]`,
+    `pooled_output` `[batch, hidden]` (dense + tanh over [CLS]), `default`
+    (= `pooled_output`), `encoder_outputs` (the output of every layer) and,
+    with `return_attention_probs=True`, `attention_probs` (one
+    `[batch, heads, seq, seq]` tensor per layer). Outputs are float32 under
+    any dtype policy.
+
+    Example:
+    >>> encoder = BertEncoder(BertConfig.from_preset("tiny", vocab_size=100))
+    >>> ids = np.array([[2, 7, 9, 3, 0]], "int32")
+    >>> out = encoder({"input_word_ids": ids,
+    ...                "input_mask": (ids > 0).astype("int32"),
+    ...                "input_type_ids": np.zeros_like(ids)})
+    >>> out["sequence_output"].shape, out["pooled_output"].shape
+    (TensorShape([1, 5, 128]), TensorShape([1, 128]))
+    """
+
+    def __init__(self, config, return_attention_probs=False, dtype=None, **kwargs):
+        if isinstance(config, dict):
+            config = BertConfig.from_dict(config)
+        if not isinstance(config, BertConfig):
+            raise TypeError(f"BertEncoder needs a BertConfig, got {type(config).__name__}.")
+        policy = keras.dtype_policies.get(dtype) if dtype else keras.config.dtype_policy()
+
+        # === Layers ===
+        embeddings = BertEmbeddings(
+            vocab_size=config.vocab_size,
+            hidden_size=config.hidden_size,
+            max_position_embeddings=config.max_position_embeddings,
+            type_vocab_size=config.type_vocab_size,
+            initializer_range=config.initializer_range,
+            layer_norm_eps=config.layer_norm_eps,
+            dropout_rate=config.dropout_rate,
+            dtype=policy,
+            name="embeddings",
+        )
+        blocks = [
+            TransformerBlock(
+                hidden_size=config.hidden_size,
+                num_heads=config.num_heads,
+                intermediate_size=config.intermediate_size,
+                hidden_act=config.hidden_act,
+                dropout_rate=config.dropout_rate,
+                attention_dropout_rate=config.attention_dropout_rate,
+                initializer_range=config.initializer_range,
+                layer_norm_eps=config.layer_norm_eps,
+                dtype=policy,
+                name=f"transformer_layer_{i}",
+            )
+            for i in range(config.num_layers)
+        ]
+        pooler = keras.layers.Dense(
+            config.hidden_size,
+            activation="tanh",
+            kernel_initializer=keras.initializers.TruncatedNormal(
+                stddev=config.initializer_range
+            ),
+            dtype=policy,
+            name="pooler",
+        )
+
+        # === Functional model ===
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in INPUT_NAMES
+        }
+        x = embeddings(inputs["input_word_ids"], inputs["input_type_ids"])
+        # [batch, 1, seq]: every query may attend to every real key.
+        attention_mask = ops.expand_dims(ops.not_equal(inputs["input_mask"], 0), axis=1)
+        layer_outputs, attention_probs = [], []
+        for block in blocks:
+            x, probs = block(x, attention_mask=attention_mask, return_attention_probs=True)
+            layer_outputs.append(x)
+            attention_probs.append(probs)
+        pooled = pooler(x[:, 0, :])
+
+        def as_float32(t):
+            return ops.cast(t, "float32")
+
+        outputs = {
+            "sequence_output": as_float32(x),
+            "pooled_output": as_float32(pooled),
+            "encoder_outputs": [as_float32(t) for t in layer_outputs],
+        }
+        outputs["default"] = outputs["pooled_output"]
+        if return_attention_probs:
+            outputs["attention_probs"] = [as_float32(p) for p in attention_probs]
+        super().__init__(inputs=inputs, outputs=outputs, dtype=policy, **kwargs)
+
+        # === Config ===
+        self.config = config
+        self.return_attention_probs = return_attention_probs
+        self.embeddings = embeddings
+        self.transformer_layers = blocks
+        self.pooler = pooler
+
+    @property
+    def token_embedding(self):
+        """The `[vocab_size, hidden_size]` word embedding variable (MLM heads tie to it)."""
+        return self.embeddings.word_embeddings.embeddings
+
+    def call(self, inputs, training=None, mask=None):
+        return super().call(_check_inputs(inputs, self.config), training=training, mask=mask)
+
+    def get_config(self):
+        return {
+            "config": self.config.to_dict(),
+            "return_attention_probs": self.return_attention_probs,
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
+
+    # -- Named weights: the hand-off format of checkpoints and converters ----
+    def get_named_weights(self):
+        """`{name: np.ndarray}` with stable names such as
+        `transformer_layer_0/self_attention/query/kernel`."""
+        return {v.path: np.asarray(v.numpy()) for v in self.weights}
+
+    def set_named_weights(self, weights, source="weights"):
+        """Assigns every weight from `{name: array}`; a missing, extra or
+        mis-shaped weight is an error naming it (nothing is half-loaded)."""
+        variables = {v.path: v for v in self.weights}
+        missing = sorted(set(variables) - set(weights))
+        extra = sorted(set(weights) - set(variables))
+        problems = []
+        if missing:
+            problems.append(f"missing weights {missing}")
+        if extra:
+            problems.append(f"unexpected weights {extra}")
+        for name in sorted(set(variables) & set(weights)):
+            want, got = tuple(variables[name].shape), tuple(np.shape(weights[name]))
+            if want != got:
+                problems.append(f"{name}: shape {got} in {source}, encoder expects {want}")
+        if problems:
+            raise ValueError(
+                f"{source} does not match the encoder config: " + "; ".join(problems)
+            )
+        for name, variable in variables.items():
+            variable.assign(np.asarray(weights[name], dtype=variable.dtype))
+
+    @classmethod
+    def from_pretrained(cls, checkpoint_dir, **kwargs):
+        """Loads a tfbert checkpoint directory (see `tfbert.checkpoint`)."""
+        from tfbert import checkpoint
+
+        ckpt = checkpoint.read_checkpoint(checkpoint_dir)
+        encoder = cls(ckpt.config, **kwargs)
+        encoder.set_named_weights(ckpt.encoder_weights(), source=ckpt.weights_path)
+        return encoder
+
+
+def _check_inputs(inputs, config):
+    """Clear errors for wrong input keys, dtypes, ranks and lengths."""
+    if not isinstance(inputs, dict):
+        raise TypeError(
+            "BertEncoder takes a dict with keys "
+            f"{list(INPUT_NAMES)}, got {type(inputs).__name__}."
+        )
+    missing = [k for k in INPUT_NAMES if k not in inputs]
+    extra = sorted(k for k in inputs if k not in INPUT_NAMES)
+    if missing or extra:
+        raise ValueError(
+            f"BertEncoder inputs must have exactly the keys {list(INPUT_NAMES)}; "
+            f"missing {missing}, unexpected {extra}."
+        )
+    checked = {}
+    shapes = {}
+    for name in INPUT_NAMES:
+        x = inputs[name]
+        if not hasattr(x, "dtype"):
+            x = np.asarray(x)
+        dtype = keras.backend.standardize_dtype(x.dtype)
+        if "int" not in dtype:
+            raise TypeError(f"BertEncoder input {name!r} must be int32, got {dtype}.")
+        shape = tuple(x.shape)
+        if len(shape) != 2:
+            raise ValueError(
+                f"BertEncoder input {name!r} must be [batch, seq_length], got shape {shape}."
+            )
+        if shape[1] is not None and shape[1] > config.max_position_embeddings:
+            raise ValueError(
+                f"BertEncoder input {name!r} has sequence length {shape[1]}, more than "
+                f"max_position_embeddings={config.max_position_embeddings}."
+            )
+        if dtype != "int32":
+            x = ops.cast(x, "int32")
+        shapes[name] = shape
+        checked[name] = x
+    ref = shapes[INPUT_NAMES[0]]
+    for name in INPUT_NAMES[1:]:
+        if any(a is not None and b is not None and a != b for a, b in zip(ref, shapes[name])):
+            raise ValueError(
+                f"BertEncoder inputs must share one shape; input_word_ids is {ref}, "
+                f"{name} is {shapes[name]}."
+            )
+    ids = checked["input_word_ids"]
+    if ref[1] is None and tf.is_tensor(ids) and not isinstance(ids, keras.KerasTensor):
+        # Unknown length at trace time: check at run time (XLA drops the assert).
+        tf.debugging.assert_less_equal(
+            tf.shape(ids)[1],
+            config.max_position_embeddings,
+            message=(
+                "BertEncoder: sequence length exceeds max_position_embeddings="
+                f"{config.max_position_embeddings}"
+            ),
+        )
+    return checked

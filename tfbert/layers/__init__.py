@@ -1,0 +1,1 @@
+"""Building blocks of the BERT encoder and its heads."""

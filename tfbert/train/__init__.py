@@ -1,0 +1,1 @@
+"""Training: optimizers and schedules, distribution strategies, callbacks."""

@@ -1,0 +1,42 @@
+"""`get_strategy`: a `tf.distribute` strategy from its flag name."""
+
+import tensorflow as tf
+
+STRATEGIES = ("off", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
+
+
+def get_strategy(name="off", num_devices=None, tpu=""):
+    """Returns the strategy a `--distribution_strategy` flag names.
+
+    - `off`: TF's default strategy (no distribution).
+    - `one_device`: the first GPU, else the CPU.
+    - `mirrored`: all local GPUs; with no GPU and `num_devices=N`, N logical
+      CPU devices (for testing; must be called before TF touches devices).
+    - `multi_worker_mirrored`: the cluster described by `TF_CONFIG`.
+    - `tpu`: `TPUStrategy` on the TPU at `tpu` (a name or grpc:// address).
+    """
+    if name not in STRATEGIES:
+        raise ValueError(f"Unknown distribution_strategy {name!r}; use one of {list(STRATEGIES)}.")
+    if name == "off":
+        return tf.distribute.get_strategy()
+    gpus = tf.config.list_physical_devices("GPU")
+    if name == "one_device":
+        return tf.distribute.OneDeviceStrategy("/gpu:0" if gpus else "/cpu:0")
+    if name == "mirrored":
+        if gpus:
+            devices = [f"/gpu:{i}" for i in range(num_devices or len(gpus))]
+        else:
+            n = num_devices or 1
+            cpu = tf.config.list_physical_devices("CPU")[0]
+            if len(tf.config.list_logical_devices("CPU")) < n:
+                tf.config.set_logical_device_configuration(
+                    cpu, [tf.config.LogicalDeviceConfiguration()] * n
+                )
+            devices = [f"/cpu:{i}" for i in range(n)]
+        return tf.distribute.MirroredStrategy(devices)
+    if name == "multi_worker_mirrored":
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    return tf.distribute.TPUStrategy(resolver)

@@ -11,6 +11,8 @@ import os
 
 import yaml
 
+from tfbert.experiment import load_yaml
+
 PRESETS = ("tiny", "mini", "small", "medium", "base", "large")
 ACTIVATIONS = ("gelu", "gelu_tanh", "relu")
 
@@ -74,7 +76,7 @@ class BertConfig:
             raise FileNotFoundError(f"BertConfig file not found: {path}")
         with open(path, encoding="utf-8") as f:
             try:
-                values = yaml.safe_load(f)
+                values = load_yaml(f)
             except yaml.YAMLError as e:
                 raise ValueError(f"{path}: not valid YAML: {e}") from None
         return cls.from_dict(values if values is not None else {}, source=path)

@@ -7,9 +7,27 @@ errors that name the key and the file.
 
 import dataclasses
 import os
+import re
 import typing
 
 import yaml
+
+
+class _YamlLoader(yaml.SafeLoader):
+    """SafeLoader that also reads `1e-5` as a float (YAML 1.2; PyYAML's
+    YAML 1.1 rules need a dot, `1.0e-5`, and would give the string '1e-5')."""
+
+
+_YamlLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
+def load_yaml(stream):
+    """Parses YAML text or a file object (the one YAML reader of tfbert)."""
+    return yaml.load(stream, Loader=_YamlLoader)
 
 
 def from_dict(cls, values, source="config"):
@@ -47,7 +65,7 @@ def load(cls, yaml_path=None, overrides=None):
         if not os.path.isfile(yaml_path):
             raise FileNotFoundError(f"Config file not found: {yaml_path}")
         with open(yaml_path, encoding="utf-8") as f:
-            loaded = yaml.safe_load(f)
+            loaded = load_yaml(f)
         if loaded is not None and not isinstance(loaded, dict):
             raise ValueError(f"{yaml_path}: the top level must be a mapping.")
         values = loaded or {}
@@ -63,7 +81,7 @@ def parse_overrides(items):
         key, sep, text = item.partition("=")
         if not sep or not key:
             raise ValueError(f"Override {item!r} must look like key=value.")
-        overrides[key.strip()] = yaml.safe_load(text)
+        overrides[key.strip()] = load_yaml(text)
     return overrides
 
 

@@ -1,0 +1,1 @@
+"""Input pipelines: pretraining TFRecords and task readers."""

@@ -1,0 +1,1 @@
+"""Task models built on `BertEncoder`: pretrainer, fill-mask, fine-tuning heads."""

@@ -1,0 +1,121 @@
+"""Keras callbacks shared by the training scripts: resume, logs, checkpoints.
+
+`training_callbacks(model_dir)` wires the standard set:
+
+    <model_dir>/backup/        BackupAndRestore state (weights, optimizer, epoch)
+    <model_dir>/checkpoints/   periodic `ckpt-<step>.weights.h5` (last N kept)
+    <model_dir>/tensorboard/   TensorBoard scalars
+    <model_dir>/log.csv        one row per finished epoch (appended on resume)
+
+Scripts train with `model.fit(..., epochs=E, steps_per_epoch=K)`; an "epoch"
+is a chunk of K steps, the unit of resume. A killed run that restarts with
+the same flags continues at the first unfinished chunk (Keras restores the
+weights, the optimizer state and the epoch), so at most K steps are redone.
+"""
+
+import glob
+import json
+import os
+import re
+
+import keras
+
+BACKUP_DIR = "backup"
+CHECKPOINT_DIR = "checkpoints"
+TENSORBOARD_DIR = "tensorboard"
+LOG_FILE = "log.csv"
+
+
+class PeriodicCheckpoint(keras.callbacks.Callback):
+    """Every `every_epochs` epochs, saves `ckpt-<step>.weights.h5` in
+    `directory` (step = optimizer iterations) and keeps the newest `keep`.
+
+    `save_fn(model, step)`, if given, runs as well (e.g. to write a tfbert
+    checkpoint directory).
+
+    Example:
+    >>> cb = PeriodicCheckpoint("/tmp/run/checkpoints", every_epochs=2, keep=3)
+    """
+
+    def __init__(self, directory, every_epochs=1, keep=3, save_fn=None):
+        super().__init__()
+        if every_epochs < 1:
+            raise ValueError(f"every_epochs must be >= 1, got {every_epochs}.")
+        self.directory = directory
+        self.every_epochs = every_epochs
+        self.keep = keep
+        self.save_fn = save_fn
+
+    def on_epoch_end(self, epoch, logs=None):
+        if (epoch + 1) % self.every_epochs:
+            return
+        step = int(self.model.optimizer.iterations.numpy())
+        os.makedirs(self.directory, exist_ok=True)
+        path = os.path.join(self.directory, f"ckpt-{step:08d}.weights.h5")
+        # Write then rename: a killed run never leaves a truncated checkpoint
+        # under the final name.
+        tmp = path + ".tmp.weights.h5"
+        self.model.save_weights(tmp, overwrite=True)
+        os.replace(tmp, path)
+        if self.save_fn is not None:
+            self.save_fn(self.model, step)
+        for old in list_checkpoints(self.directory)[: -self.keep or None]:
+            os.remove(old)
+
+
+def list_checkpoints(directory):
+    """The `ckpt-<step>.weights.h5` files in `directory`, oldest first."""
+    found = glob.glob(os.path.join(directory, "ckpt-*.weights.h5"))
+    found = [p for p in found if re.fullmatch(r"ckpt-\d+\.weights\.h5", os.path.basename(p))]
+    return sorted(found)
+
+
+def resume_epoch(model_dir):
+    """The epoch `BackupAndRestore` will resume at (0 for a fresh run).
+
+    Read before `fit` so the input pipeline can skip the batches that the
+    finished epochs already consumed (no example is seen twice or skipped).
+    """
+    path = os.path.join(model_dir, BACKUP_DIR, "training_metadata.json")
+    if not os.path.isfile(path):
+        return 0
+    with open(path, encoding="utf-8") as f:
+        return int(json.load(f)["epoch"])
+
+
+def training_callbacks(model_dir, checkpoint_every_epochs=1, keep_checkpoints=3,
+                       tensorboard=True, save_fn=None):
+    """The standard callbacks for `model.fit` writing under `model_dir`.
+
+    The progress bar is Keras' own (`fit(verbose=1)`), so it is not listed.
+
+    Example:
+    >>> cbs = training_callbacks("/tmp/run", checkpoint_every_epochs=5)
+    >>> [type(c).__name__ for c in cbs]
+    ['BackupAndRestore', 'CSVLogger', 'PeriodicCheckpoint', 'TensorBoard']
+    """
+    os.makedirs(model_dir, exist_ok=True)
+    callbacks = [
+        # Kept after training (delete_checkpoint=False): rerunning a finished
+        # run is a no-op instead of a silent restart from scratch.
+        keras.callbacks.BackupAndRestore(
+            os.path.join(model_dir, BACKUP_DIR),
+            save_freq="epoch",
+            double_checkpoint=True,
+            delete_checkpoint=False,
+        ),
+        keras.callbacks.CSVLogger(os.path.join(model_dir, LOG_FILE), append=True),
+        PeriodicCheckpoint(
+            os.path.join(model_dir, CHECKPOINT_DIR),
+            every_epochs=checkpoint_every_epochs,
+            keep=keep_checkpoints,
+            save_fn=save_fn,
+        ),
+    ]
+    if tensorboard:
+        callbacks.append(
+            keras.callbacks.TensorBoard(
+                os.path.join(model_dir, TENSORBOARD_DIR), write_graph=False
+            )
+        )
+    return callbacks

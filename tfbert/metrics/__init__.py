@@ -1,0 +1,1 @@
+"""Task metrics computed on NumPy arrays: GLUE scores and seqeval-style entity F1."""

@@ -120,8 +120,10 @@ class BertEncoder(keras.Model):
         """The `[vocab_size, hidden_size]` word embedding variable (MLM heads tie to it)."""
         return self.embeddings.word_embeddings.embeddings
 
-    def call(self, inputs, training=None, mask=None):
-        return super().call(_check_inputs(inputs, self.config), training=training, mask=mask)
+    def __call__(self, inputs, *args, **kwargs):
+        # Validate before Keras' own input handling, whose errors (or silent
+        # casts) would otherwise come first.
+        return super().__call__(_check_inputs(inputs, self.config), *args, **kwargs)
 
     def get_config(self):
         return {

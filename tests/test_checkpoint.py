@@ -86,3 +86,15 @@ def test_broken_directories(tmp_path, vocab_file, tiny_encoder):
         checkpoint.read_checkpoint(out)
     with pytest.raises(FileNotFoundError, match="Vocabulary file not found"):
         checkpoint.save_checkpoint(str(tmp_path / "x"), tiny_encoder.config, {}, "nope.txt", True)
+
+
+def test_atomic_dir_keeps_old_output_on_failure(tmp_path):
+    out = tmp_path / "artifact"
+    with checkpoint.atomic_dir(str(out)) as tmp:
+        (tmp_path / tmp / "v1.txt").write_text("1")
+    with pytest.raises(RuntimeError):
+        with checkpoint.atomic_dir(str(out)) as tmp:
+            open(os.path.join(tmp, "v2.txt"), "w").close()
+            raise RuntimeError("killed mid-write")
+    assert os.listdir(out) == ["v1.txt"]
+    assert os.listdir(tmp_path) == ["artifact"]

@@ -12,6 +12,7 @@ Written to a temporary sibling directory and renamed into place, so a killed
 writer never leaves a half checkpoint behind.
 """
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -77,19 +78,37 @@ def save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
         "lower_case": bool(lower_case),
         "source": source,
     }
+    with atomic_dir(out_dir) as tmp:
+        with open(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as f:
+            json.dump(meta, f, indent=2, sort_keys=True)
+        safetensors.numpy.save_file(tensors, os.path.join(tmp, WEIGHTS_FILE))
+        shutil.copyfile(vocab_file, os.path.join(tmp, VOCAB_FILE))
+    return out_dir
+
+
+@contextlib.contextmanager
+def atomic_dir(out_dir):
+    """Yields a temporary sibling of `out_dir` to write into; on success it
+    replaces `out_dir` in one rename, on error it is removed and `out_dir`
+    is left as it was.
+
+    Example:
+    >>> import tempfile
+    >>> out = os.path.join(tempfile.mkdtemp(), "artifact")
+    >>> with atomic_dir(out) as tmp:
+    ...     open(os.path.join(tmp, "f.txt"), "w").close()
+    >>> os.listdir(out)
+    ['f.txt']
+    """
     out_dir = os.path.abspath(out_dir)
     parent = os.path.dirname(out_dir)
     os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(out_dir)}.tmp-", dir=parent)
     try:
-        with open(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as f:
-            json.dump(meta, f, indent=2, sort_keys=True)
-        safetensors.numpy.save_file(tensors, os.path.join(tmp, WEIGHTS_FILE))
-        shutil.copyfile(vocab_file, os.path.join(tmp, VOCAB_FILE))
+        yield tmp
         replace_dir(tmp, out_dir)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return out_dir
 
 
 def replace_dir(src, dst):

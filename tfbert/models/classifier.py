@@ -1,0 +1,76 @@
+"""`BertClassifier`: sentence(-pair) classification or regression on BERT's pooled output."""
+
+import keras
+
+from tfbert.encoder import INPUT_NAMES, BertEncoder
+
+
+@keras.saving.register_keras_serializable(package="tfbert")
+class BertClassifier(keras.Model):
+    """A `BertEncoder` with dropout + dense over `pooled_output` ([CLS]).
+
+    Inputs: the encoder's dict of int32 `[batch, seq]` tensors. Output: float32
+    logits `[batch, num_classes]` (`num_classes=1` for regression: the output
+    is the predicted score).
+
+    Args:
+        encoder: a `BertEncoder` (pretrained or fresh).
+        num_classes: number of labels (1 for regression).
+        dropout: dropout rate before the dense layer (BERT uses 0.1).
+        initializer_range: stddev of the head's truncated-normal init
+            (default: the encoder's).
+
+    Example:
+    >>> encoder = BertEncoder(BertConfig.from_preset("tiny", vocab_size=100))
+    >>> model = BertClassifier(encoder, num_classes=3)
+    >>> ids = np.array([[2, 7, 9, 3, 0]], "int32")
+    >>> model({"input_word_ids": ids, "input_mask": (ids > 0).astype("int32"),
+    ...        "input_type_ids": np.zeros_like(ids)}).shape
+    TensorShape([1, 3])
+    """
+
+    def __init__(self, encoder, num_classes, dropout=0.1, initializer_range=None, **kwargs):
+        if not isinstance(encoder, BertEncoder):
+            raise TypeError(f"BertClassifier needs a BertEncoder, got {type(encoder).__name__}.")
+        if int(num_classes) < 1:
+            raise ValueError(f"num_classes must be >= 1, got {num_classes}.")
+        if initializer_range is None:
+            initializer_range = encoder.config.initializer_range
+
+        # === Layers ===
+        head_dropout = keras.layers.Dropout(dropout, name="classifier_dropout")
+        # float32 head: logits stay float32 under a mixed precision policy.
+        logits_layer = keras.layers.Dense(
+            int(num_classes),
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            dtype="float32",
+            name="logits",
+        )
+
+        # === Functional model ===
+        inputs = {n: keras.Input(shape=(None,), dtype="int32", name=n) for n in INPUT_NAMES}
+        pooled = encoder(inputs)["pooled_output"]
+        logits = logits_layer(head_dropout(pooled))
+        kwargs.setdefault("name", "bert_classifier")
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+
+        # === Config ===
+        self.encoder = encoder
+        self.num_classes = int(num_classes)
+        self.dropout = dropout
+        self.initializer_range = initializer_range
+
+    def get_config(self):
+        return {
+            "encoder": keras.layers.serialize(self.encoder),
+            "num_classes": self.num_classes,
+            "dropout": self.dropout,
+            "initializer_range": self.initializer_range,
+            "name": self.name,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.layers.deserialize(config["encoder"])
+        return cls(**config)

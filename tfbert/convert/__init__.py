@@ -1,0 +1,21 @@
+"""Checkpoint converters: released BERT weights -> a tfbert checkpoint directory.
+
+- `from_huggingface(src_dir, out_dir)`: a Hugging Face BERT directory
+  (`config.json`, `model.safetensors`, `vocab.txt`).
+- `from_google(src_dir, out_dir)`: an original google-research/bert directory
+  (`bert_config.json`, `bert_model.ckpt.*`, `vocab.txt`).
+
+Both write `config.json` (encoder config, lower-case flag, source),
+`model.safetensors` (encoder plus any `mlm/*` / `nsp/*` pretraining heads) and
+`vocab.txt`, which `tfbert.BertEncoder.from_pretrained(out_dir)` loads.
+
+Example:
+>>> from tfbert.convert import from_huggingface
+>>> out = from_huggingface("all-MiniLM-L6-v2/", "/tmp/minilm")  # doctest: +SKIP
+>>> encoder = tfbert.BertEncoder.from_pretrained(out)  # doctest: +SKIP
+"""
+
+from tfbert.convert.google import from_google
+from tfbert.convert.huggingface import from_huggingface
+
+__all__ = ["from_google", "from_huggingface"]

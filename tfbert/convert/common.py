@@ -1,0 +1,190 @@
+"""What both checkpoint converters share: the target weight shapes, rename
+rules, and the strict "every source weight consumed, every target weight
+assigned" check.
+
+A converter describes its source as a list of `Rule`s (one source tensor ->
+one tfbert tensor, with the source shape the config implies and a NumPy
+transform) and hands them to `convert_weights` together with a reader of the
+source file. Nothing is half-loaded: all missing, unexpected and mis-shaped
+weights are collected and reported in one error before any tensor is read.
+"""
+
+import collections
+import json
+import os
+
+import numpy as np
+
+# One source tensor -> one tfbert tensor.
+#   target: "encoder/<name>", "mlm/<name>" or "nsp/<name>" (tfbert.checkpoint keys)
+#   source: the name in the source checkpoint
+#   source_shape: the shape the config implies for the source tensor
+#   transform: NumPy function from the source layout to the tfbert layout
+#   group: None for required weights; "mlm" / "nsp" for optional heads, which
+#       must be either complete or absent
+Rule = collections.namedtuple(
+    "Rule", ["target", "source", "source_shape", "transform", "group"], defaults=(None,)
+)
+
+
+def identity(x):
+    return x
+
+
+def encoder_weight_shapes(config):
+    """`{name: shape}` of every `BertEncoder` weight for `config`, named like
+    `BertEncoder.get_named_weights()` (tests check the two agree).
+
+    Example:
+    >>> from tfbert import BertConfig
+    >>> shapes = encoder_weight_shapes(BertConfig.from_preset("tiny"))
+    >>> shapes["transformer_layer_0/self_attention/query/kernel"]
+    (128, 2, 64)
+    """
+    h, heads, inter = config.hidden_size, config.num_heads, config.intermediate_size
+    head_dim = h // heads
+    shapes = {
+        "embeddings/word_embeddings/embeddings": (config.vocab_size, h),
+        "embeddings/position_embeddings": (config.max_position_embeddings, h),
+        "embeddings/token_type_embeddings/embeddings": (config.type_vocab_size, h),
+        "embeddings/layer_norm/gamma": (h,),
+        "embeddings/layer_norm/beta": (h,),
+    }
+    for i in range(config.num_layers):
+        layer = f"transformer_layer_{i}"
+        for proj in ("query", "key", "value"):
+            shapes[f"{layer}/self_attention/{proj}/kernel"] = (h, heads, head_dim)
+            shapes[f"{layer}/self_attention/{proj}/bias"] = (heads, head_dim)
+        shapes.update({
+            f"{layer}/self_attention/attention_output/kernel": (heads, head_dim, h),
+            f"{layer}/self_attention/attention_output/bias": (h,),
+            f"{layer}/attention_layer_norm/gamma": (h,),
+            f"{layer}/attention_layer_norm/beta": (h,),
+            f"{layer}/intermediate_dense/kernel": (h, inter),
+            f"{layer}/intermediate_dense/bias": (inter,),
+            f"{layer}/output_dense/kernel": (inter, h),
+            f"{layer}/output_dense/bias": (h,),
+            f"{layer}/output_layer_norm/gamma": (h,),
+            f"{layer}/output_layer_norm/beta": (h,),
+        })
+    shapes["pooler/kernel"] = (h, h)
+    shapes["pooler/bias"] = (h,)
+    return shapes
+
+
+def head_weight_shapes(config):
+    """`{"mlm/<name>" | "nsp/<name>": shape}`: the pretraining head contract
+    of `tfbert.checkpoint` (the MLM decoder is tied to the word embeddings)."""
+    h = config.hidden_size
+    return {
+        "mlm/transform/kernel": (h, h),
+        "mlm/transform/bias": (h,),
+        "mlm/layer_norm/gamma": (h,),
+        "mlm/layer_norm/beta": (h,),
+        "mlm/output_bias": (config.vocab_size,),
+        "nsp/kernel": (h, 2),
+        "nsp/bias": (2,),
+    }
+
+
+def convert_weights(reader, rules, config, skip=(), tied=None, label="checkpoint"):
+    """Applies `rules` to the tensors of `reader`; returns `{target: float32 array}`.
+
+    `reader` has `names()`, `shape(name)` and `read(name)`. `skip`: source
+    names known to hold no model weight (buffers, optimizer slots); they count
+    as consumed. `tied`: `{source name: other source name}` for redundant
+    copies (a tied MLM decoder); each must equal the other exactly, else it is
+    an error, and then counts as consumed. Optional head groups are converted
+    when any of their source weights is present, and then must be complete.
+    Raises ValueError naming every missing, unexpected or mis-shaped weight.
+    """
+    tied = dict(tied or {})
+    names = set(reader.names())
+    present_groups = {r.group for r in rules if r.group and r.source in names}
+    active = [r for r in rules if r.group is None or r.group in present_groups]
+
+    problems = []
+    missing = [r.source for r in active if r.source not in names]
+    if missing:
+        problems.append(f"missing weights {missing}")
+    used = {r.source for r in active} | (set(skip) & names) | (set(tied) & names)
+    extra = sorted(names - used)
+    if extra:
+        problems.append(f"unexpected weights {extra}")
+    for r in active:
+        if r.source in names:
+            got = tuple(reader.shape(r.source))
+            if got != tuple(r.source_shape):
+                problems.append(
+                    f"weight {r.source!r} has shape {got}, but the config implies "
+                    f"{tuple(r.source_shape)} (for tfbert {r.target!r})"
+                )
+    if problems:
+        raise ValueError(f"{label} does not match its config: " + "; ".join(problems))
+
+    for name, other in sorted(tied.items()):
+        if name in names and not np.array_equal(reader.read(name), reader.read(other)):
+            raise ValueError(
+                f"{label}: weight {name!r} differs from {other!r}; tfbert ties them, "
+                "so an untied checkpoint cannot be converted exactly."
+            )
+
+    expected = {f"encoder/{k}": v for k, v in encoder_weight_shapes(config).items()}
+    expected.update(head_weight_shapes(config))
+    weights = {}
+    for r in active:
+        value = np.asarray(reader.read(r.source))
+        if not np.issubdtype(value.dtype, np.floating):
+            raise ValueError(f"{label}: weight {r.source!r} has dtype {value.dtype}, not float.")
+        if not np.all(np.isfinite(value)):
+            raise ValueError(f"{label}: weight {r.source!r} contains NaN or Inf.")
+        value = np.ascontiguousarray(r.transform(value.astype(np.float32)))
+        # A wrong transform is a bug in this module, not in the user's input.
+        assert value.shape == expected[r.target], (r.target, value.shape)
+        weights[r.target] = value
+    encoder = {k for k in weights if k.startswith("encoder/")}
+    assert encoder == {k for k in expected if k.startswith("encoder/")}
+    return weights
+
+
+def split_heads(weights):
+    """`{"encoder/a": x, "mlm/b": y}` -> (`{"a": x}`, `{"mlm": {"b": y}}`)."""
+    encoder, heads = {}, {}
+    for key, value in weights.items():
+        prefix, name = key.split("/", 1)
+        if prefix == "encoder":
+            encoder[name] = value
+        else:
+            heads.setdefault(prefix, {})[name] = value
+    return encoder, heads
+
+
+def require_file(path, what):
+    """Raises FileNotFoundError naming `path` and what it should hold."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{what} not found: {path}")
+    return path
+
+
+def check_vocab(vocab_file, vocab_size):
+    """The vocabulary must have exactly one token per embedding row."""
+    require_file(vocab_file, "Vocabulary file (vocab.txt)")
+    with open(vocab_file, encoding="utf-8") as f:
+        tokens = [line.rstrip("\r\n") for line in f]
+    while tokens and not tokens[-1]:  # a trailing blank line is not a token
+        tokens.pop()
+    num_tokens = len(tokens)
+    if num_tokens != vocab_size:
+        raise ValueError(
+            f"{vocab_file} has {num_tokens} tokens, but the model has "
+            f"{vocab_size} word embedding rows (vocab_size); they must match."
+        )
+
+
+def read_json(path):
+    """Parses a JSON file; a syntax error names the file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON: {e}") from None

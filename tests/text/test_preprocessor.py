@@ -1,0 +1,112 @@
+"""BertPreprocessor: the TF Hub preprocessor API on the real uncased vocab."""
+
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfbert.text import BertPreprocessor
+
+
+@pytest.fixture(scope="module")
+def preprocessor(uncased_vocab_file):
+    return BertPreprocessor(uncased_vocab_file, lower_case=True, seq_length=16)
+
+
+def test_single_text(preprocessor):
+    out = preprocessor(tf.constant(["Hello world!", ""]))
+    assert sorted(out) == ["input_mask", "input_type_ids", "input_word_ids"]
+    ids = out["input_word_ids"].numpy()
+    assert ids.dtype == np.int32 and ids.shape == (2, 16)
+    assert ids[0, :5].tolist() == [101, 7592, 2088, 999, 102]
+    assert ids[1, :3].tolist() == [101, 102, 0]
+    assert out["input_mask"].numpy()[0].tolist() == [1] * 5 + [0] * 11
+    assert out["input_type_ids"].numpy().sum() == 0
+
+
+def test_pair_and_type_ids(preprocessor):
+    out = preprocessor((tf.constant(["hello"]), tf.constant(["world again"])))
+    assert out["input_word_ids"].numpy()[0, :7].tolist() == [101, 7592, 102, 2088, 2153, 102, 0]
+    assert out["input_type_ids"].numpy()[0, :7].tolist() == [0, 0, 0, 1, 1, 1, 0]
+
+
+def test_tokenize_is_words_by_wordpieces(preprocessor):
+    ids = preprocessor.tokenize(tf.constant(["unbelievable, isn't it"]))
+    assert isinstance(ids, tf.RaggedTensor) and ids.ragged_rank == 2 and ids.dtype == tf.int32
+    words = preprocessor.wordpieces(tf.constant(["unbelievable, isn't it"])).to_list()[0]
+    assert [[p.decode() for p in w] for w in words] == [
+        ["unbelievable"], [","], ["isn"], ["'"], ["t"], ["it"]
+    ]
+
+
+def test_bert_pack_inputs_explicit_length(preprocessor):
+    a = preprocessor.tokenize(tf.constant(["one two three four five"]))
+    b = preprocessor.tokenize(tf.constant(["six seven eight"]))
+    out = preprocessor.bert_pack_inputs([a, b], seq_length=7)
+    # budget 4, round robin: two words from each.
+    assert out["input_word_ids"].numpy()[0].tolist() == [101, 2028, 2048, 102, 2416, 2698, 102]
+
+
+def test_special_tokens(preprocessor):
+    special = {k: int(v) for k, v in preprocessor.get_special_tokens_dict().items()}
+    assert special == {
+        "vocab_size": 30522,
+        "start_of_sequence_id": 101,
+        "end_of_segment_id": 102,
+        "padding_id": 0,
+        "mask_id": 103,
+    }
+
+
+def test_in_tf_data(preprocessor):
+    ds = tf.data.Dataset.from_tensor_slices(["a b", "hello"]).batch(2).map(preprocessor)
+    batch = next(iter(ds))
+    assert batch["input_word_ids"].shape == (2, 16)
+    assert batch["input_word_ids"].numpy()[1, :3].tolist() == [101, 7592, 102]
+
+
+def test_get_config_round_trip(preprocessor):
+    clone = BertPreprocessor.from_config(preprocessor.get_config())
+    texts = tf.constant(["Round trip, Ünïcödé!"])
+    for key, value in preprocessor(texts).items():
+        np.testing.assert_array_equal(clone(texts)[key], value)
+
+
+def test_keras_save_reload(preprocessor, tmp_path):
+    inputs = keras.Input(shape=(), dtype="string")
+    model = keras.Model(inputs, preprocessor(inputs))
+    path = str(tmp_path / "pre.keras")
+    model.save(path)
+    reloaded = keras.models.load_model(path)
+    texts = tf.constant(["Saved and loaded.", "x"])
+    for key, value in model(texts).items():
+        np.testing.assert_array_equal(reloaded(texts)[key], value)
+
+
+def test_from_pretrained(uncased_vocab_file, tmp_path):
+    (tmp_path / "vocab.txt").write_bytes(open(uncased_vocab_file, "rb").read())
+    (tmp_path / "config.json").write_text(
+        json.dumps({"format": "tfbert-checkpoint", "lower_case": False,
+                    "encoder": {"max_position_embeddings": 64}})
+    )
+    pre = BertPreprocessor.from_pretrained(str(tmp_path), seq_length=8)
+    assert pre.lower_case is False and pre.max_seq_length == 64
+    with pytest.raises(FileNotFoundError, match="config.json"):
+        BertPreprocessor.from_pretrained(str(tmp_path / "missing"))
+
+
+def test_bad_seq_length(uncased_vocab_file):
+    with pytest.raises(ValueError, match="max_position_embeddings"):
+        BertPreprocessor(uncased_vocab_file, seq_length=513)
+    pre = BertPreprocessor(uncased_vocab_file, seq_length=8)
+    a = pre.tokenize(tf.constant(["a"]))
+    with pytest.raises(ValueError, match="at least 4"):
+        pre.bert_pack_inputs([a, a, a], seq_length=3)
+
+
+def test_non_string_input_is_clear_error(preprocessor):
+    with pytest.raises(TypeError, match="tf.string"):
+        preprocessor(tf.constant([1, 2]))

@@ -1,0 +1,157 @@
+"""The reference BERT text normalization as a per-codepoint table.
+
+The reference tokenizer (google-research `tokenization.py`, Hugging Face's
+Python `BertTokenizer`) cleans, lower-cases, strips accents and splits on
+punctuation one character at a time. So its whole normalization is a map
+codepoint -> output codepoints, which we precompute here with Python's own
+`unicodedata` and `str.lower` (the reference's exact definitions) and apply
+in the graph with `searchsorted` + `gather` (core TF ops). tf-text's
+`FastBertNormalize` is not used: it also does compatibility folding
+(ß->ss, ﬁ->fi, …->...) and keeps U+FFFD, so it disagrees with the reference.
+
+Output codepoint 32 (space) separates words; every punctuation and CJK
+character is surrounded by spaces so it becomes its own word.
+"""
+
+import functools
+import sys
+import unicodedata
+
+import numpy as np
+
+SPACE = 32
+MAX_CODEPOINT = sys.maxunicode
+
+# The reference `_is_chinese_char` ranges (CJK Unified Ideographs and friends).
+CJK_RANGES = (
+    (0x4E00, 0x9FFF),
+    (0x3400, 0x4DBF),
+    (0x20000, 0x2A6DF),
+    (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F),
+    (0x2B820, 0x2CEAF),
+    (0xF900, 0xFAFF),
+    (0x2F800, 0x2FA1F),
+)
+
+
+def is_cjk(cp):
+    return any(lo <= cp <= hi for lo, hi in CJK_RANGES)
+
+
+def is_control(char):
+    if char in "\t\n\r":
+        return False
+    return unicodedata.category(char).startswith("C")
+
+
+def is_whitespace(char):
+    return char in " \t\n\r" or unicodedata.category(char) == "Zs"
+
+
+def is_punctuation(char):
+    cp = ord(char)
+    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
+        return True
+    return unicodedata.category(char).startswith("P")
+
+
+def normalize_char(cp, lower_case):
+    """The reference output of one codepoint, as a list of codepoints."""
+    char = chr(cp)
+    if cp == 0 or cp == 0xFFFD or is_control(char):
+        return []
+    if is_whitespace(char) or char.isspace():  # str.split() also splits on \u2028 etc.
+        return [SPACE]
+    pad = is_cjk(cp)
+    if lower_case:
+        text = unicodedata.normalize("NFD", char.lower())
+        char_list = [c for c in text if unicodedata.category(c) != "Mn"]
+    else:
+        char_list = [char]
+    out = []
+    for c in char_list:
+        if c.isspace():
+            out.append(SPACE)
+        elif pad or is_punctuation(c):
+            out.extend([SPACE, ord(c), SPACE])
+        else:
+            out.append(ord(c))
+    return out
+
+
+IDENTITY = -2  # table row marker: output the codepoint itself
+PADDED = -3  # table row marker: output space, the codepoint, space
+
+
+@functools.lru_cache(maxsize=2)
+def build_char_table(lower_case):
+    """`(starts, rows)`: the normalization as ranges of codepoints.
+
+    `starts` int32 `[n]` sorted range starts (the first is 0); range `i`
+    covers `starts[i] .. starts[i+1]-1`. `rows` int32 `[n, width]`: the
+    output codepoints padded with -1, or `[IDENTITY, -1, ...]` /
+    `[PADDED, -1, ...]` for ranges whose characters map to themselves / to
+    themselves between spaces. Deleted ranges are all -1. Ranges keep the
+    table small: most of the 1.1M codepoints are unassigned (deleted) or map
+    to themselves.
+    """
+    starts, rows = [], []
+    previous = None
+    for cp in range(MAX_CODEPOINT + 1):
+        char = chr(cp)
+        category = unicodedata.category(char)
+        if category[0] == "C" and char not in "\t\n\r":
+            out = []
+        else:
+            out = normalize_char(cp, lower_case)
+            if out == [cp]:
+                out = [IDENTITY]
+            elif out == [SPACE, cp, SPACE]:
+                out = [PADDED]
+        # Ranges of markers or deletions merge; explicit mappings stay single.
+        mergeable = out in ([], [IDENTITY], [PADDED])
+        if mergeable and out == previous:
+            continue
+        starts.append(cp)
+        rows.append(out)
+        previous = out if mergeable else None
+    width = max(3, max(len(r) for r in rows))
+    values = np.full((len(rows), width), -1, np.int32)
+    for i, r in enumerate(rows):
+        values[i, : len(r)] = r
+    return np.asarray(starts, np.int32), values
+
+
+CASED = 1  # `casing_classes` value of a cased letter
+CASE_IGNORABLE = 2  # skipped when looking for the neighbours of a sigma
+
+
+@functools.lru_cache(maxsize=1)
+def build_casing_table():
+    """`(starts, classes)` ranges of codepoints: 0 other, CASED, CASE_IGNORABLE.
+
+    Python's `str.lower` maps capital sigma to final ς when a cased letter
+    precedes it and none follows (skipping case-ignorable characters); the
+    reference lower-cases whole words, so we need both properties. They are
+    read off `str.lower` itself, so they match the running Python exactly.
+    Characters the reference deletes before lower-casing (controls, U+FFFD)
+    count as ignorable: they are gone by then.
+    """
+    starts, classes = [], []
+    for cp in range(MAX_CODEPOINT + 1):
+        char = chr(cp)
+        if 0xD800 <= cp <= 0xDFFF or unicodedata.category(char) in ("Cn", "Co"):
+            cls = CASE_IGNORABLE
+        elif cp == 0 or cp == 0xFFFD or (is_control(char)):
+            cls = CASE_IGNORABLE
+        elif (char + "\u03a3").lower()[-1] == "\u03c2":
+            cls = CASED
+        elif ("A" + char + "\u03a3").lower()[-1] == "\u03c2":
+            cls = CASE_IGNORABLE
+        else:
+            cls = 0
+        if not classes or classes[-1] != cls:
+            starts.append(cp)
+            classes.append(cls)
+    return np.asarray(starts, np.int32), np.asarray(classes, np.int32)

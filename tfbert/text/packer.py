@@ -1,0 +1,192 @@
+"""`BertPackInputs`: `[CLS] a [SEP] b [SEP]` packing with core TF ops only."""
+
+import keras
+import tensorflow as tf
+
+TRUNCATIONS = ("round_robin", "waterfall")
+MAX_SEQ_LENGTH = 512  # BERT's max_position_embeddings
+
+
+def pack_inputs(
+    segments,
+    seq_length,
+    start_of_sequence_id,
+    end_of_segment_id,
+    padding_id=0,
+    truncation="round_robin",
+    max_seq_length=MAX_SEQ_LENGTH,
+):
+    """Packs 1..N token segments into the three BERT input tensors.
+
+    Args:
+        segments: list of int RaggedTensors `[batch, (tokens)]` (or
+            `[batch, (words), (wordpieces)]`, flattened here).
+        seq_length: the output length (static int).
+        truncation: "round_robin" (one token from each segment in turn
+            until the budget is spent; tf-text's RoundRobinTrimmer) or
+            "waterfall" (earlier segments first).
+
+    Returns:
+        dict of int32 `[batch, seq_length]` `input_word_ids`, `input_mask`,
+        `input_type_ids`. Type id `i` for segment `i` and its `[SEP]`.
+
+    Written with dense core ops (gather/where/minimum, no tf-text trimmer
+    op): stock TF Serving lacks `RoundRobinTrim`, and TFLite converts these.
+    """
+    if isinstance(segments, (tf.Tensor, tf.RaggedTensor)):
+        segments = [segments]
+    segments = list(segments)
+    num_segments = len(segments)
+    if num_segments < 1:
+        raise ValueError("pack_inputs needs at least one segment.")
+    if truncation not in TRUNCATIONS:
+        raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}.")
+    seq_length = int(seq_length)
+    if seq_length < num_segments + 1:
+        raise ValueError(
+            f"seq_length={seq_length} is too short for {num_segments} segment(s): it must "
+            f"be at least {num_segments + 1} for [CLS] and one [SEP] per segment."
+        )
+    if seq_length > max_seq_length:
+        raise ValueError(
+            f"seq_length={seq_length} exceeds the encoder's max_position_embeddings "
+            f"({max_seq_length})."
+        )
+
+    flat = []
+    for i, segment in enumerate(segments):
+        if not isinstance(segment, tf.RaggedTensor):
+            segment = tf.convert_to_tensor(segment)
+            if segment.shape.rank != 2:
+                raise ValueError(f"Segment {i} must be [batch, tokens], got shape {segment.shape}.")
+            segment = tf.RaggedTensor.from_tensor(segment)
+        if not segment.dtype.is_integer:
+            raise TypeError(f"Segment {i} must hold integer token ids, got {segment.dtype.name}.")
+        if segment.ragged_rank > 1:
+            segment = segment.merge_dims(1, -1)
+        flat.append(tf.cast(segment, tf.int32))
+
+    # === How many tokens each segment keeps ===
+    lengths = tf.stack([tf.cast(s.row_lengths(), tf.int32) for s in flat], axis=1)  # [B, N]
+    budget = seq_length - num_segments - 1
+    if truncation == "waterfall":
+        before = tf.cumsum(lengths, axis=1, exclusive=True)
+        kept = tf.clip_by_value(budget - before, 0, lengths)
+    else:
+        # Round robin: every segment gets min(len, t) for the largest level t
+        # that fits, then the first segments still longer than t get one more.
+        levels = tf.range(budget + 1, dtype=tf.int32)  # [T]
+        used = tf.reduce_sum(tf.minimum(lengths[:, None, :], levels[None, :, None]), axis=2)  # [B, T]
+        level = tf.reduce_sum(tf.cast(used <= budget, tf.int32), axis=1) - 1  # [B]
+        base = tf.minimum(lengths, level[:, None])
+        spare = budget - tf.reduce_sum(base, axis=1)
+        longer = tf.cast(lengths > level[:, None], tf.int32)
+        extra = tf.cast(tf.cumsum(longer, axis=1) <= spare[:, None], tf.int32) * longer
+        kept = base + extra
+
+    # === Dense layout: [CLS] seg0 [SEP] seg1 [SEP] ... padding ===
+    positions = tf.range(seq_length, dtype=tf.int32)[None, :]  # [1, L]
+    batch = tf.shape(lengths)[0]
+    word_ids = tf.fill([batch, seq_length], tf.cast(padding_id, tf.int32))
+    type_ids = tf.zeros([batch, seq_length], tf.int32)
+    word_ids = tf.where(positions == 0, tf.cast(start_of_sequence_id, tf.int32), word_ids)
+    start = tf.ones([batch, 1], tf.int32)
+    for i, segment in enumerate(flat):
+        count = kept[:, i : i + 1]
+        offset = positions - start
+        in_segment = (offset >= 0) & (offset < count)
+        index = tf.cast(segment.row_starts(), tf.int32)[:, None] + tf.clip_by_value(
+            offset, 0, tf.maximum(count - 1, 0)
+        )
+        num_values = tf.shape(segment.values)[0]
+        tokens = tf.gather(
+            tf.concat([segment.values, [0]], axis=0), tf.minimum(index, num_values)
+        )
+        word_ids = tf.where(in_segment, tokens, word_ids)
+        is_sep = offset == count
+        word_ids = tf.where(is_sep, tf.cast(end_of_segment_id, tf.int32), word_ids)
+        type_ids = tf.where(in_segment | is_sep, i, type_ids)
+        start = start + count + 1
+    input_mask = tf.where(positions < start, 1, 0)
+    return {
+        "input_word_ids": word_ids,
+        "input_mask": input_mask,
+        "input_type_ids": type_ids,
+    }
+
+
+@keras.saving.register_keras_serializable(package="tfbert")
+class BertPackInputs(keras.layers.Layer):
+    """Keras layer form of `pack_inputs` (the TF Hub `bert_pack_inputs`).
+
+    Example:
+    >>> packer = BertPackInputs(seq_length=8, start_of_sequence_id=101,
+    ...                         end_of_segment_id=102)
+    >>> a = tf.ragged.constant([[7, 8, 9]])
+    >>> b = tf.ragged.constant([[4, 5]])
+    >>> packer([a, b])["input_word_ids"].numpy().tolist()
+    [[101, 7, 8, 9, 102, 4, 5, 102]]
+    """
+
+    def __init__(
+        self,
+        seq_length=128,
+        start_of_sequence_id=101,
+        end_of_segment_id=102,
+        padding_id=0,
+        truncation="round_robin",
+        max_seq_length=MAX_SEQ_LENGTH,
+        **kwargs,
+    ):
+        kwargs.setdefault("trainable", False)
+        kwargs.setdefault("dtype", "int32")
+        super().__init__(**kwargs)
+        if truncation not in TRUNCATIONS:
+            raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}.")
+        if not 2 <= int(seq_length) <= max_seq_length:
+            raise ValueError(
+                f"seq_length={seq_length} must be in [2, {max_seq_length}] "
+                f"(max_position_embeddings)."
+            )
+        self.seq_length = int(seq_length)
+        self.start_of_sequence_id = int(start_of_sequence_id)
+        self.end_of_segment_id = int(end_of_segment_id)
+        self.padding_id = int(padding_id)
+        self.truncation = truncation
+        self.max_seq_length = int(max_seq_length)
+
+    def call(self, segments, seq_length=None):
+        return pack_inputs(
+            segments,
+            seq_length or self.seq_length,
+            self.start_of_sequence_id,
+            self.end_of_segment_id,
+            self.padding_id,
+            self.truncation,
+            self.max_seq_length,
+        )
+
+    def build(self, input_shape=None):
+        self.built = True  # no weights: the tables are constants
+
+    def compute_output_spec(self, segments, seq_length=None):
+        first = segments[0] if isinstance(segments, (list, tuple)) else segments
+        shape = (first.shape[0], seq_length or self.seq_length)
+        return {
+            name: keras.KerasTensor(shape, dtype="int32")
+            for name in ("input_word_ids", "input_mask", "input_type_ids")
+        }
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "seq_length": self.seq_length,
+                "start_of_sequence_id": self.start_of_sequence_id,
+                "end_of_segment_id": self.end_of_segment_id,
+                "padding_id": self.padding_id,
+                "truncation": self.truncation,
+                "max_seq_length": self.max_seq_length,
+            }
+        )
+        return config

@@ -1,0 +1,83 @@
+"""`Vocab`: a WordPiece vocabulary file with the BERT special tokens."""
+
+import os
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+class Vocab:
+    """Tokens of a `vocab.txt` (one per line; the line number is the id).
+
+    Attributes: `tokens` (list), `vocab_size`, and the special ids `pad_id`,
+    `unk_id`, `cls_id`, `sep_id`, `mask_id`.
+
+    Example:
+    >>> vocab = Vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello"])
+    >>> vocab.cls_id, vocab.token_to_id("hello"), vocab.id_to_token(5)
+    (2, 5, 'hello')
+    """
+
+    def __init__(self, tokens, source="<vocabulary>"):
+        tokens = list(tokens)
+        self.source = source
+        index = {}
+        for i, token in enumerate(tokens):
+            if not isinstance(token, str) or not token:
+                raise ValueError(f"{source}: line {i + 1}: empty or non-string token {token!r}.")
+            if token in index:
+                raise ValueError(
+                    f"{source}: line {i + 1}: duplicate token {token!r} "
+                    f"(first on line {index[token] + 1})."
+                )
+            index[token] = i
+        missing = [t for t in SPECIAL_TOKENS if t not in index]
+        if missing:
+            raise ValueError(
+                f"{source}: the vocabulary lacks the BERT special token(s) {missing}; "
+                f"a BERT vocab needs all of {list(SPECIAL_TOKENS)}."
+            )
+        self.tokens = tokens
+        self._index = index
+        self.vocab_size = len(tokens)
+        self.pad_id = index["[PAD]"]
+        self.unk_id = index["[UNK]"]
+        self.cls_id = index["[CLS]"]
+        self.sep_id = index["[SEP]"]
+        self.mask_id = index["[MASK]"]
+
+    def token_to_id(self, token):
+        """Id of `token`, or `unk_id` when it is not in the vocabulary."""
+        return self._index.get(token, self.unk_id)
+
+    def id_to_token(self, token_id):
+        if not 0 <= int(token_id) < self.vocab_size:
+            raise ValueError(f"Token id {token_id} is outside the vocabulary [0, {self.vocab_size}).")
+        return self.tokens[int(token_id)]
+
+    def special_tokens_dict(self):
+        """The TF Hub `get_special_tokens_dict()` values, as Python ints."""
+        return {
+            "vocab_size": self.vocab_size,
+            "start_of_sequence_id": self.cls_id,
+            "end_of_segment_id": self.sep_id,
+            "padding_id": self.pad_id,
+            "mask_id": self.mask_id,
+        }
+
+    def __len__(self):
+        return self.vocab_size
+
+
+def load_vocab(path):
+    """Reads a `vocab.txt` into a `Vocab`; errors name the file and line."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"Vocabulary file not found: {path}")
+    try:
+        with open(path, encoding="utf-8") as f:
+            tokens = [line.rstrip("\r\n") for line in f]
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text: {e}") from None
+    while tokens and not tokens[-1]:  # a trailing blank line is not a token
+        tokens.pop()
+    return Vocab(tokens, source=path)

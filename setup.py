@@ -24,6 +24,8 @@ setup(
         "keras>=3.10,<4",
         "keras-hub>=0.32,<0.33",
         "tensorflow-hub>=0.16,<0.17",
+        # tensorflow-hub 0.16 imports pkg_resources, removed in setuptools 81.
+        "setuptools<81",
         "absl-py>=2.1",
         "pyyaml>=6.0",
         "safetensors>=0.4",

@@ -39,3 +39,21 @@ def tiny_config():
     from tfbert import BertConfig
 
     return BertConfig.from_preset("tiny", dropout_rate=0.0, attention_dropout_rate=0.0)
+
+
+@pytest.fixture(scope="session")
+def run_python():
+    """Runs Python source in a fresh interpreter (nothing imported, nothing
+    shared with this process) and returns its stdout; fails with its stderr."""
+    import subprocess
+    import sys
+
+    def run(source, env=None, timeout=300):
+        full_env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})}
+        proc = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True,
+                              env=full_env, timeout=timeout)
+        if proc.returncode != 0:
+            raise AssertionError(f"fresh process failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+        return proc.stdout
+
+    return run

@@ -1,0 +1,38 @@
+"""The converters' shared pieces: target shapes agree with the real encoder."""
+
+import pytest
+
+from tfbert import BertConfig, BertEncoder
+from tfbert.convert import common
+
+
+def test_encoder_weight_shapes_match_bert_encoder():
+    config = BertConfig.from_preset("tiny", vocab_size=50, num_layers=3, max_position_embeddings=64)
+    encoder = BertEncoder(config)
+    want = {name: value.shape for name, value in encoder.get_named_weights().items()}
+    assert common.encoder_weight_shapes(config) == want
+
+
+def test_head_weight_shapes_follow_the_checkpoint_contract():
+    config = BertConfig.from_preset("tiny", vocab_size=50)
+    shapes = common.head_weight_shapes(config)
+    assert shapes["mlm/transform/kernel"] == (128, 128)
+    assert shapes["mlm/output_bias"] == (50,)
+    assert shapes["nsp/kernel"] == (128, 2)
+
+
+def test_check_vocab(tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("[PAD]\n[UNK]\nhello\n\n", encoding="utf-8")  # trailing blank line
+    common.check_vocab(vocab, 3)
+    with pytest.raises(ValueError, match="has 3 tokens, but the model has 4"):
+        common.check_vocab(vocab, 4)
+    with pytest.raises(FileNotFoundError, match="missing.txt"):
+        common.check_vocab(tmp_path / "missing.txt", 3)
+
+
+def test_read_json_names_the_file(tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_text("{not json")
+    with pytest.raises(ValueError, match="config.json: not valid JSON"):
+        common.read_json(bad)

@@ -210,6 +210,28 @@ def test_pretraining_heads_and_skipped_optimizer_slots(tmp_path):
     np.testing.assert_array_equal(nsp["bias"], variables["cls/seq_relationship/output_bias"])
     assert not any("adam" in k or "global_step" in k for k in ckpt.weights)
 
+    # The converted heads give modeling.py's MLM and NSP logits in BertPretrainer.
+    from tfbert.models.pretrainer import BertPretrainer
+
+    pretrainer = BertPretrainer.from_checkpoint(ckpt.path)
+    ids = np.array([[2, 7, 9, 4, 3, 11, 3, 0]], np.int32)
+    mask = (ids > 0).astype(np.int32)
+    types = np.array([[0, 0, 0, 0, 0, 1, 1, 0]], np.int32)
+    positions = np.array([[1, 3, 5]], np.int32)
+    got = pretrainer({"input_word_ids": ids, "input_mask": mask, "input_type_ids": types,
+                      "masked_lm_positions": positions})
+    seq, pooled = numpy_bert(variables, ids, mask, types)
+    w = {k: v.astype(np.float64) for k, v in variables.items()}
+    x = gelu_tanh(seq[0, positions[0]] @ w[p + "transform/dense/kernel"]
+                  + w[p + "transform/dense/bias"])
+    x = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-12)
+    x = x * w[p + "transform/LayerNorm/gamma"] + w[p + "transform/LayerNorm/beta"]
+    want_mlm = x @ w["bert/embeddings/word_embeddings"].T + w[p + "output_bias"]
+    want_nsp = (pooled @ w["cls/seq_relationship/output_weights"].T
+                + w["cls/seq_relationship/output_bias"])
+    np.testing.assert_allclose(np.asarray(got["mlm_logits"])[0], want_mlm, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(got["nsp_logits"]), want_nsp, rtol=0, atol=1e-5)
+
 
 def test_encoder_only_checkpoint_has_no_heads(tmp_path):
     variables = {k: v for k, v in google_variables().items() if not k.startswith("cls/")}

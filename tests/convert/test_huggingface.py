@@ -86,6 +86,23 @@ def test_minilm_matches_transformers_and_sentence_transformers(minilm_dir, minil
     print(f"MiniLM embeddings vs sentence-transformers: max|diff|={emb_diff:.2e}")
     assert emb_diff <= 1e-5
 
+    # Raw text in, one call each: the preprocessor reads vocab.txt and the
+    # lower-case flag from the same directory and reproduces the HF token ids.
+    from tfbert.text import BertPreprocessor
+
+    preprocessor = BertPreprocessor.from_pretrained(minilm_converted, seq_length=32)
+    inputs = {k: np.asarray(v) for k, v in preprocessor(np.array(SENTENCES)).items()}
+    width = batch["input_ids"].shape[1]
+    np.testing.assert_array_equal(inputs["input_word_ids"][:, :width], batch["input_ids"])
+    np.testing.assert_array_equal(inputs["input_mask"][:, :width], mask)
+    text_out = np.asarray(encoder(inputs)["sequence_output"])
+    text_mask = inputs["input_mask"]
+    text_pooled = (text_out * text_mask[..., None]).sum(1) / text_mask.sum(1, keepdims=True)
+    text_emb = text_pooled / np.linalg.norm(text_pooled, axis=-1, keepdims=True)
+    text_diff = np.abs(text_emb - want_emb).max()
+    print(f"MiniLM raw text -> tfbert embeddings vs sentence-transformers: max|diff|={text_diff:.2e}")
+    assert text_diff <= 1e-5
+
 
 # -- A small random BertForPreTraining, saved by transformers itself --------
 VOCAB = 60

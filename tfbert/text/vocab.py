@@ -81,3 +81,51 @@ def load_vocab(path):
     while tokens and not tokens[-1]:  # a trailing blank line is not a token
         tokens.pop()
     return Vocab(tokens, source=path)
+
+
+def learn_vocab(texts, vocab_size, lower_case=True, max_unique_chars=1000, batch_size=1024,
+                num_iterations=4, min_count=2):
+    """Learns a WordPiece vocabulary (list of tokens) from an iterable of strings.
+
+    Words come from our reference-exact `BertNormalizer`, so the vocab fits
+    the tokenizer that will use it; the WordPiece learning is tf-text's
+    (`wordpiece_tokenizer_learner_lib`, the engine of `bert_vocab_from_dataset`).
+    The BERT special tokens come first: [PAD]=0, [UNK]=1, [CLS]=2, [SEP]=3, [MASK]=4.
+    """
+    import collections
+
+    import tensorflow as tf
+    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+
+    from tfbert.text.normalizer import BertNormalizer
+
+    if vocab_size <= len(SPECIAL_TOKENS):
+        raise ValueError(f"vocab_size={vocab_size} must exceed the {len(SPECIAL_TOKENS)} special tokens.")
+    normalizer = BertNormalizer(lower_case)
+    split = tf.function(lambda batch: normalizer.split_words(batch).word_strings)
+    counts = collections.Counter()
+    batch = []
+
+    def flush():
+        if batch:
+            counts.update(split(tf.constant(batch)).numpy().tolist())
+            batch.clear()
+
+    for text in texts:
+        batch.append(text)
+        if len(batch) == batch_size:
+            flush()
+    flush()
+    if not counts:
+        raise ValueError("learn_vocab: the input texts hold no words.")
+    words = {w.decode("utf-8"): c for w, c in counts.items() if c >= min_count or len(w) <= 4}
+    tokens = learner.learn(
+        words,
+        vocab_size,
+        list(SPECIAL_TOKENS),
+        lower_thresh=1,
+        num_iterations=num_iterations,
+        max_unique_chars=max_unique_chars,
+        max_token_length=50,
+    )
+    return [t for t in tokens if t]

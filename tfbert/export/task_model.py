@@ -1,0 +1,67 @@
+"""The end-to-end task SavedModel: raw strings in, task outputs out.
+
+    serving_default(text [, text_b])   tf.string [batch] -> named outputs
+    serving_ids(input_word_ids, input_mask, input_type_ids)
+                                       int32 [batch, seq] -> the same outputs
+                                       minus the ones that need strings
+
+Tokenization and packing are inside the graph, so a caller needs no tfbert
+code: `tf.saved_model.load(path).signatures["serving_default"](text=...)`
+(after `import tensorflow_text`, which registers the tokenizer ops). Written
+with `keras.export.ExportArchive` into a temporary directory and renamed into
+place, so a killed export never leaves a half model behind.
+"""
+
+import keras
+import tensorflow as tf
+
+from tfbert import checkpoint
+from tfbert.encoder import INPUT_NAMES
+from tfbert.export.tf_text_ops import require_tf_text_ops
+
+IDS_SIGNATURE = "serving_ids"
+
+
+def export_task_model(export_dir, serve_text, serve_ids, text_inputs=("text",), track=()):
+    """Writes a task SavedModel with the two signatures.
+
+    Args:
+        export_dir: destination (replaced atomically if it exists).
+        serve_text: `fn(dict of tf.string [batch]) -> dict of outputs`.
+        serve_ids: `fn(dict of the three int32 [batch, seq]) -> dict of outputs`.
+        text_inputs: names of the string inputs, e.g. `("text", "text_b")`.
+        track: Keras models/layers whose variables and resources the
+            functions use (the model and the preprocessor).
+
+    Returns the export directory.
+
+    Example:
+    >>> export_task_model("/tmp/sst2/export/1", serve_text, serve_ids,
+    ...                   track=[model, preprocessor])  # doctest: +SKIP
+    """
+    text_spec = {n: tf.TensorSpec([None], tf.string, name=n) for n in text_inputs}
+    ids_spec = {n: tf.TensorSpec([None, None], tf.int32, name=n) for n in INPUT_NAMES}
+    archive = keras.export.ExportArchive()
+    for obj in track:
+        archive.track(obj)
+    archive.add_endpoint("serving_default", lambda inputs: serve_text(inputs), [text_spec])
+    archive.add_endpoint(IDS_SIGNATURE, lambda inputs: serve_ids(inputs), [ids_spec])
+    with checkpoint.atomic_dir(export_dir) as tmp:
+        archive.write_out(tmp, verbose=False)
+        _check_ops(tmp)
+    return export_dir
+
+
+def _check_ops(saved_model_dir):
+    # The op rule (DESIGN.md): only core TF ops plus the two tokenizer ops.
+    try:
+        from tfbert.export.op_check import check_op_rule
+    except ImportError:  # op_check lands with the export tooling
+        return
+    check_op_rule(saved_model_dir)
+
+
+def load_task_model(export_dir):
+    """Loads a task SavedModel (registering the tf-text tokenizer ops first)."""
+    require_tf_text_ops()
+    return tf.saved_model.load(export_dir)

@@ -1,0 +1,194 @@
+"""Sentence(-pair) classification and regression (GLUE style).
+
+Reads TSV/CSV/JSONL with column flags, puts dropout + dense on the pooled
+output, and scores with GLUE's metrics: accuracy, F1 of the positive class
+(two classes), macro-F1 (more), Matthews correlation; Pearson/Spearman for
+regression.
+
+Example:
+>>> task = ClassificationTask(ClassificationConfig(
+...     train_file="tests/data/finetune/sentiment_train.tsv",
+...     dev_file="tests/data/finetune/sentiment_dev.tsv",
+...     text_column="sentence", label_column="label", seq_length=32))
+>>> task.prepare(BertPreprocessor(vocab_file="vocab.txt", seq_length=32))  # doctest: +SKIP
+>>> task.label_list  # doctest: +SKIP
+['negative', 'positive']
+"""
+
+import dataclasses
+from typing import Optional, Union
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfbert.data import readers
+from tfbert.export.task_model import export_task_model
+from tfbert.metrics import glue
+from tfbert.models.classifier import BertClassifier
+
+Column = Optional[Union[str, int]]
+
+
+@dataclasses.dataclass
+class ClassificationConfig:
+    """Data and head settings (the `task:` section of a finetune YAML)."""
+
+    train_file: str = ""
+    dev_file: str = ""
+    format: Optional[str] = None  # tsv | csv | jsonl; default from the extension
+    header: bool = True  # TSV/CSV: first line names the columns
+    text_column: Column = "sentence"
+    text_b_column: Column = None  # set for sentence pairs
+    label_column: Column = "label"
+    label_list: Optional[list] = None  # default: sorted labels of the training file
+    regression: bool = False
+    seq_length: int = 128
+    dropout: float = 0.1
+    main_metric: Optional[str] = None  # default: accuracy, or corr for regression
+
+
+class ClassificationTask:
+    """Classification (or regression with `config.regression=True`) on [CLS]."""
+
+    def __init__(self, config, regression=None):
+        if isinstance(config, dict):
+            config = ClassificationConfig(**config)
+        if regression is not None:
+            config = dataclasses.replace(config, regression=bool(regression))
+        self.config = config
+        self.regression = config.regression
+        self.pairs = config.text_b_column is not None
+        self.label_list = [str(l) for l in config.label_list] if config.label_list else None
+        self.main_metric = config.main_metric or ("corr" if self.regression else "accuracy")
+        self.text_inputs = ("text", "text_b") if self.pairs else ("text",)
+        self.preprocessor = None
+
+    @property
+    def num_outputs(self):
+        return 1 if self.regression else len(self.label_list)
+
+    # === Data ===
+
+    def read(self, path):
+        """`(examples, targets)`; targets are class ids or float scores."""
+        c = self.config
+        examples = readers.read_labeled_text(
+            path, text_column=c.text_column, label_column=c.label_column,
+            text_b_column=c.text_b_column, format=c.format, header=c.header)
+        if self.regression:
+            return examples, np.asarray(readers.parse_float_labels(examples), np.float32)
+        return examples, np.asarray(readers.encode_labels(examples, self.label_list), np.int32)
+
+    def prepare(self, preprocessor):
+        """Sets the preprocessor; without a label list, takes the training file's labels."""
+        self.preprocessor = preprocessor
+        if not self.regression and self.label_list is None:
+            if not self.config.train_file:
+                raise ValueError("Classification needs `label_list` or a `train_file` to read "
+                                 "the labels from.")
+            c = self.config
+            examples = readers.read_labeled_text(
+                c.train_file, c.text_column, c.label_column, c.text_b_column, c.format, c.header)
+            self.label_list = sorted(set(examples.label))
+        if not self.regression and len(self.label_list) < 2:
+            raise ValueError(f"Classification needs at least 2 labels, got {self.label_list}.")
+        return self
+
+    def encode(self, texts):
+        """The three int32 tensors from a dict of string tensors `text` (+ `text_b`)."""
+        return self.preprocessor([texts[n] for n in self.text_inputs])
+
+    def _texts(self, examples):
+        texts = {"text": examples.text}
+        if self.pairs:
+            texts["text_b"] = examples.text_b
+        return texts
+
+    def dataset(self, path, batch_size, training=False, seed=0):
+        """`(inputs, targets)` batches; training ones are shuffled, repeated and
+        full (static shapes for XLA)."""
+        examples, targets = self.read(path)
+        if self.regression:
+            targets = targets[:, None]
+        ds = tf.data.Dataset.from_tensor_slices((self._texts(examples), targets))
+        if training:
+            ds = ds.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True).repeat()
+        ds = ds.batch(batch_size, drop_remainder=training)
+        ds = ds.map(lambda t, y: (self.encode(t), y), num_parallel_calls=tf.data.AUTOTUNE)
+        return ds.prefetch(tf.data.AUTOTUNE)
+
+    def num_examples(self, path):
+        return len(self.read(path)[0])
+
+    # === Model, loss, metrics ===
+
+    def build_model(self, encoder):
+        return BertClassifier(encoder, num_classes=self.num_outputs, dropout=self.config.dropout)
+
+    def loss(self):
+        if self.regression:
+            return keras.losses.MeanSquaredError()
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def metrics(self):
+        if self.regression:
+            return [keras.metrics.MeanAbsoluteError(name="mae")]
+        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+    # === Evaluation ===
+
+    def eval_data(self, path, batch_size):
+        """`(inputs dataset, reference)` for `score`."""
+        examples, targets = self.read(path)
+        ds = tf.data.Dataset.from_tensor_slices(self._texts(examples)).batch(batch_size)
+        ds = ds.map(self.encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+        return ds, targets
+
+    def score(self, logits, targets):
+        """GLUE metrics of model outputs against the targets."""
+        logits = np.asarray(logits)
+        if self.regression:
+            return glue.regression_metrics(targets, logits[:, 0])
+        return glue.classification_metrics(targets, logits.argmax(-1), len(self.label_list))
+
+    # === Raw strings: prediction and export ===
+
+    def outputs(self, logits):
+        """Named outputs from logits (graph ops; shared by `predict` and the export)."""
+        if self.regression:
+            return {"logits": logits, "score": logits[:, 0]}
+        label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        return {
+            "logits": logits,
+            "probabilities": tf.nn.softmax(logits, axis=-1),
+            "label_id": label_id,
+            "label": tf.gather(tf.constant(self.label_list), label_id),
+        }
+
+    def predict(self, model, text, text_b=None, batch_size=64):
+        """NumPy outputs (`logits`, `probabilities`, `label` as str / `score`) for raw strings."""
+        texts = {"text": list(text)}
+        if self.pairs:
+            if text_b is None:
+                raise ValueError("This task takes sentence pairs: pass text_b.")
+            texts["text_b"] = list(text_b)
+        ds = tf.data.Dataset.from_tensor_slices(texts).batch(batch_size).map(self.encode)
+        logits = model.predict(ds, verbose=0)
+        out = {k: v.numpy() for k, v in self.outputs(tf.constant(logits)).items()}
+        if "label" in out:
+            out["label"] = np.array([s.decode() for s in out["label"]])
+        return out
+
+    def export(self, model, export_dir):
+        """SavedModel: `serving_default(text[, text_b])` -> `logits`,
+        `probabilities`, `label_id`, `label` (or `logits`, `score`)."""
+
+        def serve_ids(inputs):
+            return self.outputs(model(inputs, training=False))
+
+        def serve_text(texts):
+            return serve_ids(self.encode(texts))
+
+        return export_task_model(export_dir, serve_text, serve_ids, self.text_inputs,
+                                 track=[model, self.preprocessor])

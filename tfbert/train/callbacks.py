@@ -17,6 +17,7 @@ import glob
 import json
 import os
 import re
+import warnings
 
 import keras
 
@@ -112,10 +113,21 @@ def training_callbacks(model_dir, checkpoint_every_epochs=1, keep_checkpoints=3,
             save_fn=save_fn,
         ),
     ]
-    if tensorboard:
+    if tensorboard and not _have_tensorboard():
+        warnings.warn("TensorBoard logs skipped: `pip install tensorboard` to write them.")
+    elif tensorboard:
         callbacks.append(
             keras.callbacks.TensorBoard(
                 os.path.join(model_dir, TENSORBOARD_DIR), write_graph=False
             )
         )
     return callbacks
+
+
+def _have_tensorboard():
+    # TF 2.21 no longer depends on tensorboard; tf.summary needs it to write.
+    try:
+        import tensorboard  # noqa: F401
+    except ImportError:
+        return False
+    return True

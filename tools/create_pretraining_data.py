@@ -1,0 +1,105 @@
+"""Text corpus -> sharded TFRecords of BERT pretraining instances.
+
+Corpus: UTF-8 text files, one sentence per line, a blank line between
+documents. Writes `pretrain-<i>-of-<n>.tfrecord` and `pretraining_data.json`.
+
+    python tools/create_pretraining_data.py \
+        --input_files='corpus/*.txt' --vocab_file=vocab.txt --output_dir=data/ \
+        --max_seq_length=128 --dupe_factor=5 --num_shards=4
+
+Flags override `--config` YAML values; `--set key=value` sets any field.
+Static masking (`--static_masking`) stores the masks; without it the trainer
+masks dynamically (new masks every epoch).
+"""
+
+import dataclasses
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import app, flags
+
+from tfbert import experiment
+
+
+@dataclasses.dataclass
+class CreateDataConfig:
+    input_files: str = ""
+    output_dir: str = ""
+    vocab_file: str = ""
+    lower_case: bool = True
+    max_seq_length: int = 128
+    short_seq_prob: float = 0.1
+    dupe_factor: int = 1
+    num_shards: int = 1
+    seed: int = 12345
+    use_nsp: bool = True
+    static_masking: bool = False
+    masking_strategy: str = "token"
+    masked_lm_prob: float = 0.15
+    max_predictions_per_seq: int = 20
+    buffer_documents: int = 1000
+
+
+flags.DEFINE_string("config", None, "YAML file with CreateDataConfig fields.")
+flags.DEFINE_multi_string("set", [], "Overrides, key=value (YAML values).")
+for _field in dataclasses.fields(CreateDataConfig):
+    _define = {bool: flags.DEFINE_boolean, int: flags.DEFINE_integer,
+               float: flags.DEFINE_float, str: flags.DEFINE_string}[_field.type]
+    _define(_field.name, None, f"CreateDataConfig.{_field.name} (default {_field.default!r}).")
+FLAGS = flags.FLAGS
+
+
+def config_from_flags():
+    overrides = experiment.parse_overrides(FLAGS.set)
+    for field in dataclasses.fields(CreateDataConfig):
+        value = getattr(FLAGS, field.name)
+        if value is not None:
+            overrides[field.name] = value
+    return experiment.load(CreateDataConfig, FLAGS.config, overrides)
+
+
+def run(cfg):
+    from tfbert.data.pretraining import write_pretraining_data
+    from tfbert.text.masking import MaskedLMMasker
+    from tfbert.text.tokenizer import BertTokenizer
+
+    for name in ("input_files", "output_dir", "vocab_file"):
+        if not getattr(cfg, name):
+            raise ValueError(f"--{name} is required.")
+    tokenizer = BertTokenizer(vocab_file=cfg.vocab_file, lower_case=cfg.lower_case)
+    masker = None
+    if cfg.static_masking:
+        masker = MaskedLMMasker.from_vocab(
+            tokenizer.vocab,
+            max_predictions=cfg.max_predictions_per_seq,
+            mask_rate=cfg.masked_lm_prob,
+            strategy=cfg.masking_strategy,
+        )
+    return write_pretraining_data(
+        cfg.input_files,
+        cfg.output_dir,
+        tokenizer,
+        max_seq_length=cfg.max_seq_length,
+        short_seq_prob=cfg.short_seq_prob,
+        dupe_factor=cfg.dupe_factor,
+        num_shards=cfg.num_shards,
+        seed=cfg.seed,
+        use_nsp=cfg.use_nsp,
+        masker=masker,
+        buffer_documents=cfg.buffer_documents,
+    )
+
+
+def main(argv):
+    del argv
+    try:
+        run(config_from_flags())
+    except (ValueError, FileNotFoundError, TypeError) as e:
+        print(f"create_pretraining_data: error: {e}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,239 @@
+"""Pretrains BERT (masked LM + next sentence prediction) with `model.fit`.
+
+    python tools/pretrain.py --config=configs/pretrain_tiny.yaml \
+        --train_files='data/pretrain-*.tfrecord' --vocab_file=vocab.txt \
+        --model_dir=runs/tiny --num_train_steps=10000
+
+Flags override the `--config` YAML; `--set key=value` sets any field of
+`PretrainConfig` (e.g. `--set encoder_overrides.num_layers=4`).
+
+Training runs in chunks of `steps_per_epoch` steps (Keras epochs). After each
+chunk, `<model_dir>/backup` holds the weights, optimizer state and epoch;
+rerun the same command after a kill and training resumes at the first
+unfinished chunk, with the input pipeline skipping the batches already used.
+At the end, `<model_dir>/pretrained/` is a tfbert checkpoint directory
+(encoder + `mlm/*` + `nsp/*` heads + vocab) for fine-tuning and export.
+"""
+
+import dataclasses
+import json
+import os
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import app, flags
+
+from tfbert import experiment
+
+MIXED_PRECISION = ("", "float32", "mixed_float16", "mixed_bfloat16")
+
+
+@dataclasses.dataclass
+class PretrainConfig:
+    # --- Data ---
+    train_files: str = ""
+    vocab_file: str = ""  # taken from init_checkpoint when that is set
+    lower_case: bool = True
+    use_nsp: bool = True
+    masking_strategy: str = "token"  # token | whole_word | span
+    masked_lm_prob: float = 0.15
+    max_predictions_per_seq: int = 20
+    dynamic_masking: bool = True  # False: use masks stored by create_pretraining_data
+    shuffle_buffer: int = 10000
+    # --- Model ---
+    preset: str = "base"
+    encoder_overrides: dict = dataclasses.field(default_factory=dict)
+    init_checkpoint: str = ""  # a tfbert checkpoint dir (e.g. converted weights)
+    # --- Optimization ---
+    batch_size: int = 32
+    num_train_steps: int = 1000
+    num_warmup_steps: int = 100
+    learning_rate: float = 1e-4
+    end_learning_rate: float = 0.0
+    power: float = 1.0
+    optimizer_type: str = "adamw"  # adamw | lamb
+    weight_decay: float = 0.01
+    clipnorm: float = 1.0
+    # --- Runtime ---
+    model_dir: str = ""
+    steps_per_epoch: int = 100  # the resume / checkpoint unit
+    checkpoint_every_epochs: int = 1
+    keep_checkpoints: int = 3
+    mixed_precision: str = ""  # mixed_float16 | mixed_bfloat16
+    jit_compile: bool = True
+    distribution_strategy: str = "off"
+    num_devices: int = 0
+    seed: int = 0
+    tensorboard: bool = True
+    verbose: int = 1  # 1: progress bar, 2: one line per epoch
+
+
+flags.DEFINE_string("config", None, "YAML experiment file with PretrainConfig fields.")
+flags.DEFINE_multi_string("set", [], "Overrides, key=value (values parse as YAML).")
+_DIRECT_FLAGS = (
+    "model_dir", "train_files", "vocab_file", "init_checkpoint", "num_train_steps",
+    "batch_size", "learning_rate", "mixed_precision", "distribution_strategy",
+    "jit_compile", "preset", "steps_per_epoch", "seed", "use_nsp", "masking_strategy",
+)
+_TYPES = {f.name: f.type for f in dataclasses.fields(PretrainConfig)}
+for _name in _DIRECT_FLAGS:
+    _define = {bool: flags.DEFINE_boolean, int: flags.DEFINE_integer,
+               float: flags.DEFINE_float, str: flags.DEFINE_string}[_TYPES[_name]]
+    _define(_name, None, f"PretrainConfig.{_name}")
+FLAGS = flags.FLAGS
+
+
+def config_from_flags():
+    overrides = experiment.parse_overrides(FLAGS.set)
+    for name in _DIRECT_FLAGS:
+        value = getattr(FLAGS, name)
+        if value is not None:
+            overrides[name] = value
+    return experiment.load(PretrainConfig, FLAGS.config, overrides)
+
+
+def validate(cfg):
+    if not cfg.model_dir:
+        raise ValueError("--model_dir is required.")
+    if not cfg.train_files:
+        raise ValueError("--train_files is required.")
+    if not cfg.vocab_file and not cfg.init_checkpoint:
+        raise ValueError("--vocab_file is required (or --init_checkpoint, whose vocab is used).")
+    if cfg.mixed_precision not in MIXED_PRECISION:
+        raise ValueError(f"mixed_precision must be one of {list(MIXED_PRECISION)}, "
+                         f"got {cfg.mixed_precision!r}.")
+    if cfg.num_train_steps < 1 or cfg.steps_per_epoch < 1 or cfg.batch_size < 1:
+        raise ValueError("num_train_steps, steps_per_epoch and batch_size must be >= 1.")
+    if cfg.num_train_steps % cfg.steps_per_epoch:
+        raise ValueError(
+            f"num_train_steps ({cfg.num_train_steps}) must be a multiple of "
+            f"steps_per_epoch ({cfg.steps_per_epoch}), the unit of checkpoint and resume."
+        )
+
+
+def build_model(cfg, vocab):
+    """BertPretrainer from init_checkpoint (heads too, when present) or a preset."""
+    from tfbert import BertConfig, BertEncoder
+    from tfbert.models.pretrainer import BertPretrainer
+
+    if cfg.init_checkpoint:
+        model = BertPretrainer.from_checkpoint(
+            cfg.init_checkpoint, use_nsp=cfg.use_nsp,
+            config_overrides=cfg.encoder_overrides or None,
+        )
+    else:
+        config = BertConfig.from_preset(cfg.preset, **{"vocab_size": vocab.vocab_size,
+                                                      **cfg.encoder_overrides})
+        model = BertPretrainer(BertEncoder(config), use_nsp=cfg.use_nsp)
+    if model.config.vocab_size != vocab.vocab_size:
+        raise ValueError(
+            f"The model has vocab_size {model.config.vocab_size} but the vocabulary "
+            f"has {vocab.vocab_size} tokens."
+        )
+    return model
+
+
+def run(cfg):
+    import keras
+    import tensorflow as tf
+
+    from tfbert import checkpoint
+    from tfbert.data.pretraining import pretraining_dataset
+    from tfbert.text.masking import MaskedLMMasker
+    from tfbert.text.vocab import load_vocab
+    from tfbert.train import callbacks as cb
+    from tfbert.train.optimizer import create_optimizer
+    from tfbert.train.strategy import get_strategy
+
+    validate(cfg)
+    lower_case = cfg.lower_case
+    vocab_file = cfg.vocab_file
+    if cfg.init_checkpoint:
+        ckpt = checkpoint.read_checkpoint(cfg.init_checkpoint)
+        vocab_file, lower_case = ckpt.vocab_file, ckpt.lower_case
+        del ckpt
+    vocab = load_vocab(vocab_file)
+    keras.utils.set_random_seed(cfg.seed)
+    if cfg.mixed_precision:
+        keras.mixed_precision.set_global_policy(cfg.mixed_precision)
+    strategy = get_strategy(cfg.distribution_strategy, num_devices=cfg.num_devices or None)
+
+    epochs = cfg.num_train_steps // cfg.steps_per_epoch
+    initial_epoch = cb.resume_epoch(cfg.model_dir)
+    masker = None
+    if cfg.dynamic_masking:
+        masker = MaskedLMMasker.from_vocab(
+            vocab, max_predictions=cfg.max_predictions_per_seq,
+            mask_rate=cfg.masked_lm_prob, strategy=cfg.masking_strategy,
+        )
+    dataset = pretraining_dataset(
+        cfg.train_files, cfg.batch_size, masker=masker, seed=cfg.seed,
+        shuffle_buffer=cfg.shuffle_buffer, use_nsp=cfg.use_nsp,
+        skip_batches=initial_epoch * cfg.steps_per_epoch,
+    )
+
+    with strategy.scope():
+        model = build_model(cfg, vocab)
+        model.compile(
+            optimizer=create_optimizer(
+                cfg.learning_rate, cfg.num_train_steps, cfg.num_warmup_steps,
+                optimizer_type=cfg.optimizer_type, weight_decay=cfg.weight_decay,
+                end_learning_rate=cfg.end_learning_rate, power=cfg.power,
+                clipnorm=cfg.clipnorm or None,
+            ),
+            jit_compile=cfg.jit_compile,
+        )
+        x, _ = next(iter(dataset.take(1)))
+        model(x)  # build: BackupAndRestore restores into built variables
+    if initial_epoch:
+        print(f"Resuming at epoch {initial_epoch} (step {initial_epoch * cfg.steps_per_epoch}).")
+
+    os.makedirs(cfg.model_dir, exist_ok=True)
+    with open(os.path.join(cfg.model_dir, "pretrain_config.json"), "w", encoding="utf-8") as f:
+        json.dump(dataclasses.asdict(cfg), f, indent=2)
+    callbacks = cb.training_callbacks(
+        cfg.model_dir, checkpoint_every_epochs=cfg.checkpoint_every_epochs,
+        keep_checkpoints=cfg.keep_checkpoints, tensorboard=cfg.tensorboard,
+    )
+    start = time.time()
+    history = model.fit(dataset, epochs=epochs, steps_per_epoch=cfg.steps_per_epoch,
+                        callbacks=callbacks, verbose=cfg.verbose)
+    seconds = time.time() - start
+    step = int(model.optimizer.iterations.numpy())
+    out_dir = model.save_checkpoint(
+        os.path.join(cfg.model_dir, "pretrained"), vocab_file, lower_case,
+        source=f"tools/pretrain.py step {step}",
+    )
+    summary = {
+        "step": step,
+        "epochs_run_now": len(history.epoch),
+        "first_epoch_run_now": history.epoch[0] if history.epoch else None,
+        "seconds": seconds,
+        "final_metrics": {k: float(v[-1]) for k, v in history.history.items()},
+        "checkpoint": out_dir,
+    }
+    with open(os.path.join(cfg.model_dir, "summary.json"), "w", encoding="utf-8") as f:
+        json.dump(summary, f, indent=2)
+    print(f"Done at step {step}; tfbert checkpoint in {out_dir}")
+    return summary
+
+
+def main(argv):
+    del argv
+    try:
+        cfg = config_from_flags()
+        validate(cfg)
+    except (ValueError, FileNotFoundError, TypeError) as e:
+        print(f"pretrain: error: {e}", file=sys.stderr)
+        sys.exit(1)
+    try:
+        run(cfg)
+    except (ValueError, FileNotFoundError) as e:
+        print(f"pretrain: error: {e}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -340,3 +340,39 @@ def test_pretrainer_logits_match_transformers(hf_pretraining_dir, tmp_path):
     print(f"BertForPreTraining logits: max|MLM diff|={mlm_diff:.2e} max|NSP diff|={nsp_diff:.2e}")
     assert mlm_diff <= 1e-5
     assert nsp_diff <= 1e-5
+
+
+def test_bfloat16_and_float16_weights_convert_exactly(tmp_path):
+    """NumPy has no bfloat16; the reader decodes BF16 itself (exactly)."""
+    for dtype in (torch.bfloat16, torch.float16):
+        src = tmp_path / str(dtype).split(".")[-1]
+        model = save_hf_model(src)
+        model.to(dtype).save_pretrained(str(src), safe_serialization=True)
+        ckpt = checkpoint.read_checkpoint(from_huggingface(src, tmp_path / f"out_{dtype}"))
+        want = model.bert.encoder.layer[1].intermediate.dense.weight.float().detach().numpy().T
+        got = ckpt.weights["encoder/transformer_layer_1/intermediate_dense/kernel"]
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(got, want)
+
+
+def test_model_without_pooler_is_explained(tmp_path):
+    save_hf_model(tmp_path / "mlm", cls=transformers.BertForMaskedLM)
+    with pytest.raises(ValueError, match="no pooler weights.*BertForMaskedLM"):
+        from_huggingface(tmp_path / "mlm", tmp_path / "out")
+
+
+def test_output_dir_that_would_destroy_data_is_refused(hf_pretraining_dir, tmp_path):
+    with pytest.raises(ValueError, match="would replace the input"):
+        from_huggingface(hf_pretraining_dir, hf_pretraining_dir)
+    with pytest.raises(ValueError, match="would replace the input"):
+        from_huggingface(hf_pretraining_dir, hf_pretraining_dir.parent)
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("keep me")
+    with pytest.raises(ValueError, match="not a tfbert checkpoint; refusing"):
+        from_huggingface(hf_pretraining_dir, precious)
+    assert (precious / "notes.txt").read_text() == "keep me"
+    # An existing tfbert checkpoint is replaced (re-running a conversion).
+    out = from_huggingface(hf_pretraining_dir, tmp_path / "out")
+    from_huggingface(hf_pretraining_dir, out)
+    assert checkpoint.read_checkpoint(out).config.hidden_size == 32

@@ -15,6 +15,8 @@ import os
 
 import numpy as np
 
+from tfbert import checkpoint
+
 # One source tensor -> one tfbert tensor.
 #   target: "encoder/<name>", "mlm/<name>" or "nsp/<name>" (tfbert.checkpoint keys)
 #   source: the name in the source checkpoint
@@ -157,6 +159,32 @@ def split_heads(weights):
         else:
             heads.setdefault(prefix, {})[name] = value
     return encoder, heads
+
+
+def check_output_dir(src_dir, out_dir):
+    """Refuses an `out_dir` whose atomic replacement would destroy data: the
+    input itself (or a folder holding it), or an existing non-empty directory
+    that is not a tfbert checkpoint."""
+    src = os.path.realpath(src_dir)
+    out = os.path.realpath(out_dir)
+    if out == src or src.startswith(out + os.sep):
+        raise ValueError(f"output_dir {out_dir} would replace the input {src_dir}; "
+                         "choose another output directory.")
+    if os.path.exists(out):
+        if not os.path.isdir(out):
+            raise ValueError(f"output_dir {out_dir} exists and is not a directory.")
+        config = os.path.join(out, "config.json")
+        is_checkpoint = os.path.isfile(config) and _is_tfbert_config(config)
+        if os.listdir(out) and not is_checkpoint:
+            raise ValueError(f"output_dir {out_dir} exists and is not a tfbert checkpoint; "
+                             "refusing to replace it (remove it or choose another).")
+
+
+def _is_tfbert_config(path):
+    try:
+        return read_json(path).get("format") == checkpoint.FORMAT
+    except (ValueError, AttributeError):
+        return False
 
 
 def require_file(path, what):

@@ -75,6 +75,7 @@ def from_google(src_dir, out_dir, lower_case=None, checkpoint_prefix=None):
     src_dir = os.fspath(src_dir)
     if not os.path.isdir(src_dir):
         raise FileNotFoundError(f"Google BERT directory not found: {src_dir}")
+    common.check_output_dir(src_dir, out_dir)
     config_path = common.require_file(
         os.path.join(src_dir, "bert_config.json"), "Google BERT config (bert_config.json)"
     )

@@ -34,8 +34,10 @@ Example:
 >>> encoder = tfbert.BertEncoder.from_pretrained("/tmp/minilm_tfbert")  # doctest: +SKIP
 """
 
+import json
 import os
 
+import numpy as np
 from absl import logging
 from safetensors import safe_open
 
@@ -82,6 +84,7 @@ def from_huggingface(src_dir, out_dir, lower_case=None):
     src_dir = os.fspath(src_dir)
     if not os.path.isdir(src_dir):
         raise FileNotFoundError(f"Hugging Face model directory not found: {src_dir}")
+    common.check_output_dir(src_dir, out_dir)
     config_path = common.require_file(
         os.path.join(src_dir, "config.json"), "Hugging Face config (config.json)"
     )
@@ -93,6 +96,13 @@ def from_huggingface(src_dir, out_dir, lower_case=None):
 
     reader = SafetensorsReader(src_dir)
     prefix = _key_prefix(reader)
+    pooler = [prefix + "pooler.dense.weight", prefix + "pooler.dense.bias"]
+    if not set(pooler) & set(reader.names()):
+        raise ValueError(
+            f"{reader.label}: no pooler weights {pooler}. Models saved without a pooler "
+            "(e.g. BertForMaskedLM, add_pooling_layer=False) cannot be converted: tfbert's "
+            "encoder always has one."
+        )
     weights = common.convert_weights(
         reader,
         huggingface_rules(config, prefix, reader.names()),
@@ -313,12 +323,28 @@ class SafetensorsReader:
 
     def read(self, name):
         path = self._file_of[name]
+        handle = self._handles[path]
+        if handle.get_slice(name).get_dtype() == "BF16":
+            return _read_bfloat16(path, name)  # NumPy has no bfloat16
         try:
-            return self._handles[path].get_tensor(name)
+            return handle.get_tensor(name)
         except Exception as e:
-            dtype = self._handles[path].get_slice(name).get_dtype()
-            raise ValueError(f"{path}: cannot read weight {name!r} (dtype {dtype}): {e}. "
-                             "Save the model in float32 or float16.") from None
+            dtype = handle.get_slice(name).get_dtype()
+            raise ValueError(f"{path}: cannot read weight {name!r} (dtype {dtype}): {e}") from None
+
+
+def _read_bfloat16(path, name):
+    """A BF16 tensor as float32 (exact: bfloat16 is the top half of a float32),
+    read from the safetensors layout: u64 header size, JSON header, data."""
+    with open(path, "rb") as f:
+        header_size = int(np.frombuffer(f.read(8), "<u8")[0])
+        info = json.loads(f.read(header_size))[name]
+        begin, end = info["data_offsets"]
+        f.seek(8 + header_size + begin)
+        raw = np.frombuffer(f.read(end - begin), "<u2")
+    if raw.size != int(np.prod(info["shape"])):
+        raise ValueError(f"{path}: weight {name!r} is truncated.")
+    return (raw.astype(np.uint32) << 16).view(np.float32).reshape(info["shape"])
 
 
 def _tied_weights(prefix, names):

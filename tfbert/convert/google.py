@@ -11,8 +11,10 @@ and gets transposed).
 
 Every variable is converted or skipped by an explicit rule; anything else is an
 error. Skipped by rule: optimizer slots (names ending in `/adam_m` or
-`/adam_v`, which google-research/bert's AdamWeightDecay and LAMB write),
-`global_step`, and TF's `_CHECKPOINTABLE_OBJECT_GRAPH` metadata entry.
+`/adam_v`, which google-research/bert's AdamWeightDecay and LAMB write, or
+ending in `/AdamWeightDecayOptimizer` / `/AdamWeightDecayOptimizer_1`, the slot
+names of some forks), `global_step`, and TF's `_CHECKPOINTABLE_OBJECT_GRAPH`
+metadata entry. Google's released checkpoints hold none of these.
 
 Activation: google-research/bert's `gelu` is the tanh approximation, so
 `hidden_act: gelu` becomes tfbert `gelu_tanh`. Layer norm epsilon is 1e-12
@@ -60,7 +62,9 @@ CONFIG_KEYS = {
 }
 LAYER_NORM_EPS = 1e-12
 
-OPTIMIZER_SUFFIXES = ("/adam_m", "/adam_v")
+OPTIMIZER_SUFFIXES = (
+    "/adam_m", "/adam_v", "/AdamWeightDecayOptimizer", "/AdamWeightDecayOptimizer_1"
+)
 METADATA = ("global_step", "_CHECKPOINTABLE_OBJECT_GRAPH")
 
 

@@ -1,6 +1,7 @@
 """BERT's optimizer recipe: AdamW (or LAMB), linear warmup, polynomial decay."""
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 # LayerNorm scales/offsets and every bias are not decayed (BERT's recipe).
@@ -51,6 +52,38 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
+class _SumThenClip:
+    """Under tf.distribute, Keras 3.15 clips each replica's gradients and only
+    then sums them across replicas, so `global_clipnorm` sees per-replica
+    norms and training differs from one device with the same global batch.
+    This sums first (once) and clips the summed gradients."""
+
+    def _clip_gradients(self, grads):
+        context = tf.distribute.get_replica_context()
+        if context is not None and context.num_replicas_in_sync > 1:
+            present = [i for i, g in enumerate(grads) if g is not None]
+            summed = context.all_reduce(
+                tf.distribute.ReduceOp.SUM, [grads[i] for i in present]
+            )
+            grads = list(grads)
+            for i, g in zip(present, summed):
+                grads[i] = g
+        return super()._clip_gradients(grads)
+
+    def _all_reduce_sum_gradients(self, grads_and_vars):
+        return grads_and_vars  # already summed in _clip_gradients
+
+
+@keras.saving.register_keras_serializable(package="tfbert")
+class AdamW(_SumThenClip, keras.optimizers.AdamW):
+    """Keras AdamW with gradients summed across replicas before clipping."""
+
+
+@keras.saving.register_keras_serializable(package="tfbert")
+class Lamb(_SumThenClip, keras.optimizers.Lamb):
+    """Keras LAMB with gradients summed across replicas before clipping."""
+
+
 def create_optimizer(
     learning_rate,
     num_train_steps,
@@ -89,9 +122,9 @@ def create_optimizer(
         global_clipnorm=clipnorm,
     )
     if optimizer_type == "adamw":
-        optimizer = keras.optimizers.AdamW(**kwargs)
+        optimizer = AdamW(**kwargs)
     elif optimizer_type == "lamb":
-        optimizer = keras.optimizers.Lamb(**kwargs)
+        optimizer = Lamb(**kwargs)
     else:
         raise ValueError(f"Unknown optimizer_type {optimizer_type!r}; use 'adamw' or 'lamb'.")
     optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_PATTERNS))

@@ -12,7 +12,8 @@ def get_strategy(name="off", num_devices=None, tpu=""):
     - `one_device`: the first GPU, else the CPU.
     - `mirrored`: all local GPUs; with no GPU and `num_devices=N`, N logical
       CPU devices (for testing; must be called before TF touches devices).
-    - `multi_worker_mirrored`: the cluster described by `TF_CONFIG`.
+    - `multi_worker_mirrored`: the cluster described by `TF_CONFIG`; also
+      installs `tfbert.train.multi_worker.patch_keras_fit()`.
     - `tpu`: `TPUStrategy` on the TPU at `tpu` (a name or grpc:// address).
     """
     if name not in STRATEGIES:
@@ -28,13 +29,24 @@ def get_strategy(name="off", num_devices=None, tpu=""):
         else:
             n = num_devices or 1
             cpu = tf.config.list_physical_devices("CPU")[0]
-            if len(tf.config.list_logical_devices("CPU")) < n:
+            try:
                 tf.config.set_logical_device_configuration(
                     cpu, [tf.config.LogicalDeviceConfiguration()] * n
                 )
+            except RuntimeError:  # devices already initialised by earlier TF work
+                have = len(tf.config.list_logical_devices("CPU"))
+                if have < n:
+                    raise RuntimeError(
+                        f"mirrored with {n} CPU devices must be set up before TensorFlow "
+                        f"initialises its devices (this process already has {have}); "
+                        "call get_strategy first."
+                    ) from None
             devices = [f"/cpu:{i}" for i in range(n)]
         return tf.distribute.MirroredStrategy(devices)
     if name == "multi_worker_mirrored":
+        from tfbert.train.multi_worker import patch_keras_fit
+
+        patch_keras_fit()  # Keras 3 `fit` needs it under this strategy
         return tf.distribute.MultiWorkerMirroredStrategy()
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
     tf.config.experimental_connect_to_cluster(resolver)

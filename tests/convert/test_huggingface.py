@@ -189,7 +189,8 @@ def expected_heads(tensors):
     }
 
 
-@pytest.mark.parametrize("layout", ["bert_prefix", "no_prefix", "tied_decoder_stored"])
+@pytest.mark.parametrize("layout", ["bert_prefix", "no_prefix", "tied_decoder_stored",
+                                    "gamma_beta_names"])
 def test_pretraining_heads_round_trip(hf_pretraining_dir, tmp_path, layout):
     src = copy_dir(hf_pretraining_dir, tmp_path / "hf")
     tensors = safetensors.numpy.load_file(str(src / "model.safetensors"))
@@ -202,6 +203,12 @@ def test_pretraining_heads_round_trip(hf_pretraining_dir, tmp_path, layout):
             "cls.predictions.decoder.weight": t["bert.embeddings.word_embeddings.weight"],
             "cls.predictions.decoder.bias": t["cls.predictions.bias"],
             "bert.embeddings.position_ids": np.arange(40, dtype=np.int64)[None],
+        })
+    if layout == "gamma_beta_names":  # files converted from TF by old transformers
+        edit_weights(src, lambda t: {
+            k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias",
+                                                                     "LayerNorm.beta"): v
+            for k, v in t.items()
         })
     ckpt = checkpoint.read_checkpoint(from_huggingface(src, tmp_path / "out"))
     want = expected_heads(tensors)
@@ -376,3 +383,17 @@ def test_output_dir_that_would_destroy_data_is_refused(hf_pretraining_dir, tmp_p
     out = from_huggingface(hf_pretraining_dir, tmp_path / "out")
     from_huggingface(hf_pretraining_dir, out)
     assert checkpoint.read_checkpoint(out).config.hidden_size == 32
+
+
+def test_sharded_safetensors(hf_pretraining_dir, tmp_path):
+    model = transformers.BertForPreTraining.from_pretrained(str(hf_pretraining_dir))
+    src = tmp_path / "sharded"
+    model.save_pretrained(str(src), safe_serialization=True, max_shard_size="20KB")
+    write_vocab(src / "vocab.txt")
+    assert (src / "model.safetensors.index.json").exists()
+    assert len(list(src.glob("model-*.safetensors"))) > 1
+    sharded = checkpoint.read_checkpoint(from_huggingface(src, tmp_path / "a")).weights
+    single = checkpoint.read_checkpoint(from_huggingface(hf_pretraining_dir, tmp_path / "b")).weights
+    assert sorted(sharded) == sorted(single)
+    for name in single:
+        np.testing.assert_array_equal(sharded[name], single[name], err_msg=name)

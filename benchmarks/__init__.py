@@ -1,0 +1,1 @@
+"""Benchmarks run by `tools/benchmark.py`; each module has `run(...) -> list[str]`."""

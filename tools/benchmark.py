@@ -1,0 +1,51 @@
+"""Benchmarks on this machine, measured side by side in one run.
+
+    python tools/benchmark.py                       # everything
+    python tools/benchmark.py --what=encoder,tokenizer
+    python tools/benchmark.py --what=encoder --presets=tiny --output=bench.txt
+
+Each benchmark lives in `benchmarks/bench_<name>.py` with `run() -> lines`.
+Numbers on shared CPUs are noisy: compare the ratios printed within one run.
+"""
+
+import importlib
+import os
+import platform
+import sys
+import time
+
+from absl import app, flags
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+BENCHMARKS = ("encoder", "tokenizer", "pretrain", "finetune")
+
+FLAGS = flags.FLAGS
+flags.DEFINE_list("what", list(BENCHMARKS), f"Benchmarks to run, from {list(BENCHMARKS)}.")
+flags.DEFINE_list("presets", None, "Encoder presets for the encoder benchmark (default tiny,base).")
+flags.DEFINE_string("output", None, "Also write the report to this file.")
+
+
+def main(argv):
+    del argv
+    unknown = sorted(set(FLAGS.what) - set(BENCHMARKS))
+    if unknown:
+        raise app.UsageError(f"Unknown benchmark(s) {unknown}; choose from {list(BENCHMARKS)}.")
+    import tensorflow as tf
+
+    lines = [f"# tfbert benchmark {time.strftime('%Y-%m-%d %H:%M')} on {platform.processor() or platform.machine()}, "
+             f"{os.cpu_count()} cores, TF {tf.__version__}"]
+    for name in FLAGS.what:
+        module = importlib.import_module(f"benchmarks.bench_{name}")
+        kwargs = {"presets": tuple(FLAGS.presets)} if name == "encoder" and FLAGS.presets else {}
+        start = time.perf_counter()
+        result = module.run(**kwargs)
+        lines += result + [f"({name}: {time.perf_counter() - start:.0f} s)"]
+        print("\n".join(result), flush=True)
+    if FLAGS.output:
+        with open(FLAGS.output, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    app.run(main)

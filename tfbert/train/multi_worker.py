@@ -18,6 +18,7 @@ is Keras' own.
 import json
 import os
 
+import keras
 import tensorflow as tf
 from keras.src.backend.tensorflow import trainer as tf_trainer
 
@@ -80,3 +81,29 @@ def is_chief():
         return True
     has_chief = "chief" in config.get("cluster", {})
     return task_type == "worker" and index == 0 and not has_chief
+
+
+def with_auto_shard(dataset, policy="DATA"):
+    """Sets the dataset's auto-shard policy explicitly: `DATA` (every worker
+    reads all files and keeps every N-th element; works for any source) or
+    `FILE` (each worker reads its own files; needs >= one file per worker)."""
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = getattr(
+        tf.data.experimental.AutoShardPolicy, policy
+    )
+    return dataset.with_options(options)
+
+
+class WorkerBackupAndRestore(keras.callbacks.BackupAndRestore):
+    """`BackupAndRestore` for multi-worker runs: every worker restores from
+    the shared `backup_dir` (all replicas must resume from the same state),
+    only the chief writes it, so the backup is written once and workers never
+    race on one file."""
+
+    def _save_model(self):
+        if is_chief():
+            super()._save_model()
+
+    def on_train_end(self, logs=None):
+        if is_chief():
+            super().on_train_end(logs)

@@ -223,6 +223,11 @@ def test_pretraining_heads_round_trip(hf_pretraining_dir, tmp_path, layout):
 
 def test_lower_case_from_tokenizer_files(tmp_path, minilm_dir):
     assert lower_case_from_tokenizer_files(tmp_path) is True  # BertTokenizer default
+    tokenizer_json = json.loads((minilm_dir / "tokenizer.json").read_text(encoding="utf-8"))
+    assert tokenizer_json["normalizer"]["lowercase"] is True
+    tokenizer_json["normalizer"]["lowercase"] = False
+    (tmp_path / "tokenizer.json").write_text(json.dumps(tokenizer_json), encoding="utf-8")
+    assert lower_case_from_tokenizer_files(tmp_path) is False
     shutil.copy(minilm_dir / "tokenizer.json", tmp_path)  # BertNormalizer lowercase=True
     assert lower_case_from_tokenizer_files(tmp_path) is True
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False}))
@@ -262,6 +267,8 @@ def test_config_with_wrong_hidden_size_names_weight_and_shapes(hf_pretraining_di
     assert "'bert.embeddings.word_embeddings.weight' has shape (60, 32)" in msg
     assert "implies (60, 48)" in msg
     assert "config.json" in msg
+    assert "more mis-shaped weights" in msg  # the rest are counted, not listed
+    assert len(msg) < 2000
 
 
 def test_missing_files(hf_pretraining_dir, tmp_path):

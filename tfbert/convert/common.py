@@ -98,7 +98,8 @@ def convert_weights(reader, rules, config, skip=(), tied=None, label="checkpoint
     copies (a tied MLM decoder); each must equal the other exactly, else it is
     an error, and then counts as consumed. Optional head groups are converted
     when any of their source weights is present, and then must be complete.
-    Raises ValueError naming every missing, unexpected or mis-shaped weight.
+    Raises ValueError naming the missing, unexpected and mis-shaped weights
+    (long lists are cut to their first entries and a count).
     """
     tied = dict(tied or {})
     names = set(reader.names())
@@ -108,19 +109,20 @@ def convert_weights(reader, rules, config, skip=(), tied=None, label="checkpoint
     problems = []
     missing = [r.source for r in active if r.source not in names]
     if missing:
-        problems.append(f"missing weights {missing}")
+        problems.append(f"missing weights {_first(missing)}")
     used = {r.source for r in active} | (set(skip) & names) | (set(tied) & names)
     extra = sorted(names - used)
     if extra:
-        problems.append(f"unexpected weights {extra}")
-    for r in active:
-        if r.source in names:
-            got = tuple(reader.shape(r.source))
-            if got != tuple(r.source_shape):
-                problems.append(
-                    f"weight {r.source!r} has shape {got}, but the config implies "
-                    f"{tuple(r.source_shape)} (for tfbert {r.target!r})"
-                )
+        problems.append(f"unexpected weights {_first(extra)}")
+    mismatched = [
+        f"weight {r.source!r} has shape {tuple(reader.shape(r.source))}, but the config "
+        f"implies {tuple(r.source_shape)} (for tfbert {r.target!r})"
+        for r in active
+        if r.source in names and tuple(reader.shape(r.source)) != tuple(r.source_shape)
+    ]
+    problems += mismatched[:5]
+    if len(mismatched) > 5:
+        problems.append(f"and {len(mismatched) - 5} more mis-shaped weights")
     if problems:
         raise ValueError(f"{label} does not match its config: " + "; ".join(problems))
 
@@ -147,6 +149,13 @@ def convert_weights(reader, rules, config, skip=(), tied=None, label="checkpoint
     encoder = {k for k in weights if k.startswith("encoder/")}
     assert encoder == {k for k in expected if k.startswith("encoder/")}
     return weights
+
+
+def _first(names, limit=10):
+    """A list for an error message: all of it, or its first `limit` and a count."""
+    if len(names) <= limit:
+        return str(names)
+    return f"{names[:limit]} and {len(names) - limit} more"
 
 
 def split_heads(weights):

@@ -36,7 +36,7 @@ CJK_RANGES = (
 
 
 def is_cjk(cp):
-    return any(lo <= cp <= hi for lo, hi in CJK_RANGES)
+    return cp >= 0x3400 and any(lo <= cp <= hi for lo, hi in CJK_RANGES)
 
 
 def is_control(char):
@@ -80,6 +80,15 @@ def normalize_char(cp, lower_case):
     return out
 
 
+# Letters, digits and symbols that are neither punctuation nor whitespace:
+# they map to themselves when they also survive lower-casing and NFD.
+SIMPLE_CATEGORIES = frozenset(["Ll", "Lo", "Lm", "Nd", "No", "Nl", "So", "Sm", "Sc", "Sk", "Mc"])
+
+
+def simple_lower(char):
+    return char.lower() == char and unicodedata.is_normalized("NFD", char)
+
+
 IDENTITY = -2  # table row marker: output the codepoint itself
 PADDED = -3  # table row marker: output space, the codepoint, space
 
@@ -103,6 +112,8 @@ def build_char_table(lower_case):
         category = unicodedata.category(char)
         if category[0] == "C" and char not in "\t\n\r":
             out = []
+        elif 126 < cp != 0xFFFD and category in SIMPLE_CATEGORIES and (not lower_case or simple_lower(char)) and not is_cjk(cp):
+            out = [IDENTITY]  # fast path, same answer as normalize_char
         else:
             out = normalize_char(cp, lower_case)
             if out == [cp]:
@@ -141,10 +152,9 @@ def build_casing_table():
     starts, classes = [], []
     for cp in range(MAX_CODEPOINT + 1):
         char = chr(cp)
-        if 0xD800 <= cp <= 0xDFFF or unicodedata.category(char) in ("Cn", "Co"):
-            cls = CASE_IGNORABLE
-        elif cp == 0 or cp == 0xFFFD or (is_control(char)):
-            cls = CASE_IGNORABLE
+        category = unicodedata.category(char)
+        if category[0] == "C" and char not in "\t\n\r" or cp == 0xFFFD:
+            cls = CASE_IGNORABLE  # deleted by the cleaning before lower-casing
         elif (char + "\u03a3").lower()[-1] == "\u03c2":
             cls = CASED
         elif ("A" + char + "\u03a3").lower()[-1] == "\u03c2":
@@ -155,3 +165,63 @@ def build_casing_table():
             starts.append(cp)
             classes.append(cls)
     return np.asarray(starts, np.int32), np.asarray(classes, np.int32)
+
+
+HANGUL_S, HANGUL_L, HANGUL_V, HANGUL_T = 0xAC00, 0x1100, 0x1161, 0x11A7
+
+
+@functools.lru_cache(maxsize=1)
+def build_nfc_tables():
+    """Tables for the NFC step of the cased reference (Hugging Face's Python
+    BERT tokenizer applies `unicodedata.normalize("NFC")` after cleaning).
+
+    Returns `(starts, rows, pair_keys, pair_values, seconds)`:
+    - `starts`/`rows`: ranges as `build_char_table`, mapping every codepoint
+      to its own NFC (singletons like U+2126 -> Ω, composition exclusions
+      like U+0958 -> क + ़) and deleting what the cleaning deletes;
+    - `pair_keys` int64 sorted `first * 0x110000 + second` and
+      `pair_values` int32: the canonical compositions (incl. Hangul L+V, LV+T);
+    - `seconds` int32 sorted: every codepoint that can be a second.
+    """
+    starts, rows = [], []
+    previous = None
+    for cp in range(MAX_CODEPOINT + 1):
+        char = chr(cp)
+        if unicodedata.category(char)[0] == "C" and char not in "\t\n\r" or cp in (0, 0xFFFD):
+            out = []
+        elif unicodedata.is_normalized("NFC", char):
+            out = [IDENTITY]
+        else:
+            nfc = unicodedata.normalize("NFC", char)
+            out = [IDENTITY] if nfc == char else [ord(c) for c in nfc]
+        mergeable = out in ([], [IDENTITY])
+        if mergeable and out == previous:
+            continue
+        starts.append(cp)
+        rows.append(out)
+        previous = out if mergeable else None
+    width = max(len(r) for r in rows)
+    values = np.full((len(rows), width), -1, np.int32)
+    for i, r in enumerate(rows):
+        values[i, : len(r)] = r
+
+    pairs = {}
+    for cp in range(MAX_CODEPOINT + 1):
+        if 0xAC00 <= cp <= 0xD7A3:
+            continue  # Hangul syllables: algorithmic, below
+        decomposition = unicodedata.decomposition(chr(cp))
+        if not decomposition or decomposition.startswith("<"):
+            continue
+        parts = [int(p, 16) for p in decomposition.split()]
+        if len(parts) == 2 and unicodedata.normalize("NFC", chr(parts[0]) + chr(parts[1])) == chr(cp):
+            pairs[parts[0] * 0x110000 + parts[1]] = cp
+    for l in range(19):
+        for v in range(21):
+            lv = HANGUL_S + (l * 21 + v) * 28
+            pairs[(HANGUL_L + l) * 0x110000 + HANGUL_V + v] = lv
+            for t in range(1, 28):
+                pairs[lv * 0x110000 + HANGUL_T + t] = lv + t
+    keys = np.asarray(sorted(pairs), np.int64)
+    composites = np.asarray([pairs[k] for k in keys], np.int32)
+    seconds = np.unique((keys % 0x110000).astype(np.int32))
+    return np.asarray(starts, np.int32), values, keys, composites, seconds

@@ -12,6 +12,7 @@ from tfbert.text.char_table import (
     SPACE,
     build_casing_table,
     build_char_table,
+    build_nfc_tables,
 )
 
 CAPITAL_SIGMA = 0x3A3
@@ -50,7 +51,13 @@ class BertNormalizer:
         starts, rows = build_char_table(self.lower_case)
         self._range_starts = tf.constant(starts)
         self._range_rows = tf.constant(rows)
-        self._width = rows.shape[1]
+        if not self.lower_case:
+            nfc_starts, nfc_rows, pair_keys, pair_values, seconds = build_nfc_tables()
+            self._nfc_starts = tf.constant(nfc_starts)
+            self._nfc_rows = tf.constant(nfc_rows)
+            self._pair_keys = tf.constant(pair_keys)
+            self._pair_values = tf.constant(pair_values)
+            self._pair_seconds = tf.constant(seconds)
         if self.lower_case:
             casing_starts, casing_classes = build_casing_table()
             self._casing_starts = tf.constant(casing_starts)
@@ -92,22 +99,11 @@ class BertNormalizer:
                 lambda: cps,
             )
 
+        if not self.lower_case:
+            cps, char_row, char_start, char_limit = self._nfc(cps, char_row, char_start, char_limit)
+
         # Normalize: every codepoint -> 0..width output codepoints.
-        rng = tf.searchsorted(self._range_starts, cps, side="right") - 1
-        rows = tf.gather(self._range_rows, rng)
-        first = rows[:, :1]
-        cp_col = cps[:, None]
-        space = tf.fill(tf.shape(cp_col), SPACE)
-        none = tf.fill([tf.shape(cps)[0], self._width], -1)
-        identity = tf.concat([cp_col, none[:, 1:]], axis=1)
-        padded = tf.concat([space, cp_col, space, none[:, 3:]], axis=1)
-        rows = tf.where(first == IDENTITY, identity, tf.where(first == PADDED, padded, rows))
-        keep = rows >= 0
-        out_cps = tf.boolean_mask(rows, keep)
-        origin = tf.boolean_mask(
-            tf.broadcast_to(tf.range(tf.shape(cps, out_type=tf.int64)[0])[:, None], tf.shape(rows, out_type=tf.int64)),
-            keep,
-        )
+        out_cps, origin = expand(cps, self._range_starts, self._range_rows)
         out_row = tf.gather(char_row, origin)
 
         # Words: maximal runs of non-space codepoints within a string.
@@ -141,6 +137,50 @@ class BertNormalizer:
         words = self.split_words(strings)
         return tf.RaggedTensor.from_row_lengths(words.word_strings, words.words_per_string)
 
+    def _nfc(self, cps, char_row, char_start, char_limit):
+        """Unicode NFC, as the cased reference applies it after cleaning:
+        per-character NFC (and the cleaning's deletions) from a table, then
+        canonical composition of adjacent pairs, three times (base + 3 marks,
+        Hangul L+V+T). Merged characters span the bytes of both sources."""
+        out, source = expand(cps, self._nfc_starts, self._nfc_rows)
+        row = tf.gather(char_row, source)
+        start = tf.gather(char_start, source)
+        limit = tf.gather(char_limit, source)
+
+        def compose(out, row, start, limit):
+            for _ in range(3):
+                key = tf.cast(out[:-1], tf.int64) * 0x110000 + tf.cast(out[1:], tf.int64)
+                index = tf.minimum(
+                    tf.searchsorted(self._pair_keys, key), tf.size(self._pair_keys) - 1
+                )
+                hit = tf.equal(tf.gather(self._pair_keys, index), key) & tf.equal(row[:-1], row[1:])
+                # A character composes with its left neighbour only if that
+                # neighbour did not just compose with its own left neighbour.
+                hit &= ~tf.concat([[False], hit[:-1]], axis=0)
+                first = tf.concat([hit, [False]], axis=0)
+                second = tf.concat([[False], hit], axis=0)
+                composite = tf.concat([tf.gather(self._pair_values, index), [0]], axis=0)
+                out = tf.where(first, composite, out)
+                limit = tf.where(first, tf.concat([limit[1:], [0]], axis=0), limit)
+                keep = ~second
+                out, row = tf.boolean_mask(out, keep), tf.boolean_mask(row, keep)
+                start, limit = tf.boolean_mask(start, keep), tf.boolean_mask(limit, keep)
+            return out, row, start, limit
+
+        # Skip the composition unless some character can be a second.
+        is_second = tf.equal(
+            tf.gather(
+                self._pair_seconds,
+                tf.minimum(tf.searchsorted(self._pair_seconds, out), tf.size(self._pair_seconds) - 1),
+            ),
+            out,
+        )
+        return tf.cond(
+            tf.reduce_any(is_second),
+            lambda: compose(out, row, start, limit),
+            lambda: (out, row, start, limit),
+        )
+
     def _final_sigma(self, cps, char_row):
         """Capital sigma -> final ς where Python's `str.lower` does so: a
         cased letter before it and none after it in the same word, skipping
@@ -167,6 +207,28 @@ class BertNormalizer:
         )
         final = tf.equal(cps, CAPITAL_SIGMA) & prev_cased & ~next_cased
         return tf.where(final, FINAL_SIGMA, cps)
+
+
+def expand(cps, range_starts, range_rows):
+    """Applies a range table of `char_table.py` to codepoints.
+
+    Returns `(out_cps, source)`: the output codepoints (int32) and, for each,
+    the index of the input codepoint it came from (int64).
+    """
+    rows = tf.gather(range_rows, tf.searchsorted(range_starts, cps, side="right") - 1)
+    width = rows.shape[1]
+    first = rows[:, :1]
+    cp_col = cps[:, None]
+    space = tf.fill(tf.shape(cp_col), SPACE)
+    none = tf.fill([tf.shape(cps)[0], width], -1)
+    identity = tf.concat([cp_col, none[:, 1:]], axis=1)
+    padded = tf.concat([space, cp_col, space, none[:, 3:]], axis=1)
+    rows = tf.where(first == IDENTITY, identity, tf.where(first == PADDED, padded, rows))
+    keep = rows >= 0
+    source = tf.broadcast_to(
+        tf.range(tf.shape(cps, out_type=tf.int64)[0])[:, None], tf.shape(rows, out_type=tf.int64)
+    )
+    return tf.boolean_mask(rows, keep), tf.boolean_mask(source, keep)
 
 
 def utf8_length(codepoints):

@@ -271,11 +271,24 @@ def test_config_with_wrong_hidden_size_names_weight_and_shapes(hf_pretraining_di
     assert len(msg) < 2000
 
 
+def test_vocab_from_tokenizer_json_when_vocab_txt_is_missing(minilm_dir, tmp_path):
+    src = tmp_path / "minilm_no_vocab"
+    shutil.copytree(minilm_dir, src, ignore=shutil.ignore_patterns("vocab.txt", "*.safetensors"))
+    os.symlink(minilm_dir / "model.safetensors", src / "model.safetensors")
+    ckpt = checkpoint.read_checkpoint(from_huggingface(src, tmp_path / "out"))
+    assert (open(ckpt.vocab_file, encoding="utf-8").read().splitlines()
+            == open(minilm_dir / "vocab.txt", encoding="utf-8").read().splitlines())
+
+
 def test_missing_files(hf_pretraining_dir, tmp_path):
     src = copy_dir(hf_pretraining_dir, tmp_path / "hf")
     os.remove(src / "vocab.txt")
     with pytest.raises(FileNotFoundError, match="vocab.txt"):
         from_huggingface(src, tmp_path / "out")
+    (src / "tokenizer.json").write_text(json.dumps({"model": {"type": "BPE", "vocab": {}}}))
+    with pytest.raises(FileNotFoundError, match="No vocab.txt.*no WordPiece vocabulary"):
+        from_huggingface(src, tmp_path / "out")
+    os.remove(src / "tokenizer.json")
     write_vocab(src / "vocab.txt", VOCAB + 3)
     with pytest.raises(ValueError, match="63 tokens.*60 word embedding rows"):
         from_huggingface(src, tmp_path / "out")

@@ -130,7 +130,7 @@ def config_from_google(google_config, source="bert_config.json"):
             raise ValueError(f"{source}: required key {key!r} is missing.")
         values[field] = google_config.get(key, default)
     act = google_config.get("hidden_act", "gelu")
-    if act not in ACTIVATIONS:
+    if not isinstance(act, str) or act not in ACTIVATIONS:
         raise ValueError(
             f"{source}: hidden_act {act!r} is not supported; tfbert converts {sorted(ACTIVATIONS)}."
         )

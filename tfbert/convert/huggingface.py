@@ -1,7 +1,8 @@
 """Converts a Hugging Face BERT directory into a tfbert checkpoint directory.
 
 Input: `config.json`, `model.safetensors` (or a sharded
-`model.safetensors.index.json`), `vocab.txt`, and optionally
+`model.safetensors.index.json`), `vocab.txt` (or, without it, the WordPiece
+vocabulary of `tokenizer.json`), and optionally
 `tokenizer_config.json` / `tokenizer.json` for the lower-case flag. Weights are
 read with the safetensors NumPy API (no torch).
 
@@ -36,6 +37,7 @@ Example:
 
 import json
 import os
+import tempfile
 
 import numpy as np
 from absl import logging
@@ -89,11 +91,27 @@ def from_huggingface(src_dir, out_dir, lower_case=None):
         os.path.join(src_dir, "config.json"), "Hugging Face config (config.json)"
     )
     config = config_from_huggingface(common.read_json(config_path), source=config_path)
-    vocab_file = os.path.join(src_dir, "vocab.txt")
-    common.require_file(vocab_file, "Vocabulary file (vocab.txt)")
     if lower_case is None:
         lower_case = lower_case_from_tokenizer_files(src_dir)
+    with tempfile.TemporaryDirectory() as tmp:
+        vocab_file = _vocab_file(src_dir, tmp)  # vocab.txt, or made from tokenizer.json
+        weights = read_huggingface_weights(src_dir, config, label=config_path)
+        common.check_vocab(vocab_file, config.vocab_size)
+        encoder_weights, head_weights = common.split_heads(weights)
+        return checkpoint.save_checkpoint(
+            out_dir,
+            config,
+            encoder_weights,
+            vocab_file,
+            lower_case,
+            head_weights=head_weights,
+            source=f"huggingface:{os.path.abspath(src_dir)}",
+        )
 
+
+def read_huggingface_weights(src_dir, config, label="config.json"):
+    """`{"encoder/...", "mlm/...", "nsp/...": float32 array}` from the
+    safetensors file(s) of `src_dir`, checked against `config` (see module doc)."""
     reader = SafetensorsReader(src_dir)
     prefix = _key_prefix(reader)
     pooler = [prefix + "pooler.dense.weight", prefix + "pooler.dense.bias"]
@@ -103,24 +121,13 @@ def from_huggingface(src_dir, out_dir, lower_case=None):
             "(e.g. BertForMaskedLM, add_pooling_layer=False) cannot be converted: tfbert's "
             "encoder always has one."
         )
-    weights = common.convert_weights(
+    return common.convert_weights(
         reader,
         huggingface_rules(config, prefix, reader.names()),
         config,
         skip=[prefix + b for b in BUFFERS],
         tied=_tied_weights(prefix, reader.names()),
-        label=f"{reader.label} (config {config_path})",
-    )
-    common.check_vocab(vocab_file, config.vocab_size)
-    encoder_weights, head_weights = common.split_heads(weights)
-    return checkpoint.save_checkpoint(
-        out_dir,
-        config,
-        encoder_weights,
-        vocab_file,
-        lower_case,
-        head_weights=head_weights,
-        source=f"huggingface:{os.path.abspath(src_dir)}",
+        label=f"{reader.label} (config {label})",
     )
 
 
@@ -143,7 +150,7 @@ def config_from_huggingface(hf_config, source="config.json"):
             raise ValueError(f"{source}: required key {key!r} is missing.")
         values[field] = hf_config.get(key, default)
     act = hf_config.get("hidden_act", "gelu")
-    if act not in ACTIVATIONS:
+    if not isinstance(act, str) or act not in ACTIVATIONS:
         raise ValueError(
             f"{source}: hidden_act {act!r} is not supported; tfbert converts "
             f"{sorted(ACTIVATIONS)}."
@@ -345,6 +352,31 @@ def _read_bfloat16(path, name):
     if raw.size != int(np.prod(info["shape"])):
         raise ValueError(f"{path}: weight {name!r} is truncated.")
     return (raw.astype(np.uint32) << 16).view(np.float32).reshape(info["shape"])
+
+
+def _vocab_file(src_dir, tmp_dir):
+    """`vocab.txt`, or one written to `tmp_dir` from the WordPiece vocabulary
+    in `tokenizer.json` (directories saved by recent transformers may have
+    only that)."""
+    vocab_file = os.path.join(src_dir, "vocab.txt")
+    json_path = os.path.join(src_dir, "tokenizer.json")
+    if os.path.isfile(vocab_file) or not os.path.isfile(json_path):
+        return common.require_file(vocab_file, "Vocabulary file (vocab.txt)")
+    model = common.read_json(json_path).get("model") or {}
+    vocab = model.get("vocab")
+    if model.get("type") != "WordPiece" or not isinstance(vocab, dict):
+        raise FileNotFoundError(
+            f"No vocab.txt in {src_dir}, and {json_path} holds no WordPiece vocabulary."
+        )
+    tokens = sorted(vocab, key=vocab.get)
+    if [vocab[t] for t in tokens] != list(range(len(tokens))):
+        raise ValueError(f"{json_path}: WordPiece ids are not 0..{len(tokens) - 1}.")
+    if any("\n" in t or "\r" in t for t in tokens):
+        raise ValueError(f"{json_path}: a token contains a line break; cannot write vocab.txt.")
+    path = os.path.join(tmp_dir, "vocab.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(tokens) + "\n")
+    return path
 
 
 def _tied_weights(prefix, names):

@@ -417,3 +417,9 @@ def test_sharded_safetensors(hf_pretraining_dir, tmp_path):
     assert sorted(sharded) == sorted(single)
     for name in single:
         np.testing.assert_array_equal(sharded[name], single[name], err_msg=name)
+    index_path = src / "model.safetensors.index.json"
+    index = json.loads(index_path.read_text())
+    del index["weight_map"]["cls.seq_relationship.bias"]
+    index_path.write_text(json.dumps(index))
+    with pytest.raises(ValueError, match="weight_map disagrees.*cls.seq_relationship.bias"):
+        from_huggingface(src, tmp_path / "c")

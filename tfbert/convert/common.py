@@ -109,11 +109,11 @@ def convert_weights(reader, rules, config, skip=(), tied=None, label="checkpoint
     problems = []
     missing = [r.source for r in active if r.source not in names]
     if missing:
-        problems.append(f"missing weights {_first(missing)}")
+        problems.append(f"missing weights {first_items(missing)}")
     used = {r.source for r in active} | (set(skip) & names) | (set(tied) & names)
     extra = sorted(names - used)
     if extra:
-        problems.append(f"unexpected weights {_first(extra)}")
+        problems.append(f"unexpected weights {first_items(extra)}")
     mismatched = [
         f"weight {r.source!r} has shape {tuple(reader.shape(r.source))}, but the config "
         f"implies {tuple(r.source_shape)} (for tfbert {r.target!r})"
@@ -151,7 +151,7 @@ def convert_weights(reader, rules, config, skip=(), tied=None, label="checkpoint
     return weights
 
 
-def _first(names, limit=10):
+def first_items(names, limit=10):
     """A list for an error message: all of it, or its first `limit` and a count."""
     if len(names) <= limit:
         return str(names)

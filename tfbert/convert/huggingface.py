@@ -321,6 +321,14 @@ class SafetensorsReader:
                 if name in self._file_of:
                     raise ValueError(f"{path}: weight {name!r} is also in {self._file_of[name]}.")
                 self._file_of[name] = path
+        if os.path.isfile(single):
+            return
+        listed = {k: os.path.join(src_dir, v) for k, v in weight_map.items()}
+        wrong = sorted(k for k in set(listed) | set(self._file_of)
+                       if listed.get(k) != self._file_of.get(k))
+        if wrong:
+            raise ValueError(f"{index}: weight_map disagrees with the shard files about "
+                             f"{common.first_items(wrong)}.")
 
     def names(self):
         return list(self._file_of)

@@ -56,6 +56,9 @@ class PretrainConfig:
     optimizer_type: str = "adamw"  # adamw | lamb
     weight_decay: float = 0.01
     clipnorm: float = 1.0
+    beta_1: float = 0.9
+    beta_2: float = 0.999
+    epsilon: float = 1e-6
     # --- Runtime ---
     model_dir: str = ""
     steps_per_epoch: int = 100  # the resume / checkpoint unit
@@ -181,7 +184,8 @@ def run(cfg):
                 cfg.learning_rate, cfg.num_train_steps, cfg.num_warmup_steps,
                 optimizer_type=cfg.optimizer_type, weight_decay=cfg.weight_decay,
                 end_learning_rate=cfg.end_learning_rate, power=cfg.power,
-                clipnorm=cfg.clipnorm or None,
+                clipnorm=cfg.clipnorm or None, beta_1=cfg.beta_1, beta_2=cfg.beta_2,
+                epsilon=cfg.epsilon,
             ),
             jit_compile=cfg.jit_compile,
         )

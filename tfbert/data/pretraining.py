@@ -19,6 +19,7 @@ import glob
 import json
 import os
 import random
+import weakref
 
 import numpy as np
 import tensorflow as tf
@@ -219,7 +220,7 @@ def write_pretraining_data(
     vocab = tokenizer.vocab
     rng = random.Random(seed)
     builder = InstanceBuilder(max_seq_length, short_seq_prob, use_nsp, rng)
-    tokenize = tf.function(lambda s: tokenizer.tokenize(s).merge_dims(1, 2))
+    tokenize = _sentence_tokenizer(tokenizer)
     os.makedirs(output_dir, exist_ok=True)
     names = [SHARD_PATTERN.format(i, num_shards) for i in range(num_shards)]
     tmp_paths = [os.path.join(output_dir, "." + n + ".tmp") for n in names]
@@ -243,6 +244,11 @@ def write_pretraining_data(
             if tokenized:
                 documents.append(tokenized)
         pool = carry + documents
+        if use_nsp and len(pool) == 1:
+            raise ValueError(
+                f"{input_files}: next-sentence pairs need at least 2 documents (blank "
+                "line between documents); the corpus has 1. Add documents or set use_nsp=false."
+            )
         instances = []
         for _ in range(dupe_factor):
             for index in range(len(carry), len(pool)):
@@ -302,6 +308,19 @@ def write_pretraining_data(
     log(f"Wrote {stats['instances']} instances from {stats['documents']} documents "
         f"({stats['random_next']} random-next) to {num_shards} shard(s) in {output_dir}.")
     return metadata
+
+
+_TOKENIZE_FUNCTIONS = weakref.WeakKeyDictionary()
+
+
+def _sentence_tokenizer(tokenizer):
+    """A traced `strings -> [batch, (ids)]` per tokenizer (tracing is slow)."""
+    if tokenizer not in _TOKENIZE_FUNCTIONS:
+        _TOKENIZE_FUNCTIONS[tokenizer] = tf.function(
+            lambda s: tokenizer.tokenize(s).merge_dims(1, 2),
+            input_signature=[tf.TensorSpec([None], tf.string)],
+        )
+    return _TOKENIZE_FUNCTIONS[tokenizer]
 
 
 # -- Reading ----------------------------------------------------------------

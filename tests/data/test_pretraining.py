@@ -1,0 +1,180 @@
+"""Pretraining instances, TFRecords and the dynamic-masking dataset."""
+
+import json
+import pathlib
+import random
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfbert.data import pretraining
+from tfbert.data.pretraining import InstanceBuilder, pretraining_dataset, write_pretraining_data
+from tfbert.text.masking import MaskedLMMasker
+from tfbert.text.tokenizer import BertTokenizer
+
+DATA = pathlib.Path(__file__).parent / "pretraining"
+CORPUS = DATA / "corpus.txt"
+VOCAB = DATA / "vocab.txt"
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return BertTokenizer(vocab_file=str(VOCAB), lower_case=True)
+
+
+@pytest.fixture(scope="module")
+def small_corpus(tmp_path_factory):
+    docs = CORPUS.read_text(encoding="utf-8").split("\n\n")[:60]
+    path = tmp_path_factory.mktemp("corpus") / "small.txt"
+    path.write_text("\n\n".join(docs) + "\n", encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def written(small_corpus, tokenizer, tmp_path_factory):
+    out = tmp_path_factory.mktemp("records")
+    meta = write_pretraining_data(small_corpus, str(out), tokenizer, max_seq_length=64,
+                                  num_shards=2, buffer_documents=20, log=lambda *_: None)
+    return out, meta
+
+
+def synthetic_documents(num_docs=40, seed=0):
+    """Sentence j of document d is [1000*d + 10*j + k for k ...]: the origin
+    of every token is known."""
+    rng = random.Random(seed)
+    return [[[1000 * d + 10 * j + k for k in range(rng.randint(3, 9))]
+             for j in range(rng.randint(1, 12))] for d in range(num_docs)]
+
+
+def test_actual_next_pairs_are_continuations_and_random_pairs_are_not():
+    docs = synthetic_documents()
+    builder = InstanceBuilder(max_seq_length=40, short_seq_prob=0.1, rng=random.Random(1))
+    instances = [i for d in range(len(docs)) for i in builder.from_document(docs, d)]
+    labels = [r for _, _, r in instances]
+    assert 0.45 < np.mean(labels) < 0.55
+    for a, b, is_random in instances:
+        assert 1 <= len(a) and 1 <= len(b) and len(a) + len(b) <= 37
+        doc_a, doc_b = {t // 1000 for t in a}, {t // 1000 for t in b}
+        assert len(doc_a) == 1 and len(doc_b) == 1
+        if is_random:
+            assert doc_a != doc_b
+        else:
+            assert doc_a == doc_b and max(a) < min(b)  # B follows A
+
+
+def test_nsp_label_balance_and_lengths_on_real_text(written):
+    out, meta = written
+    assert meta["instances"] > 100
+    assert abs(meta["random_next"] / meta["instances"] - 0.5) < 0.05
+    ds = tf.data.TFRecordDataset(sorted(str(p) for p in out.glob("*.tfrecord")))
+    lengths = []
+    for raw in ds:
+        ex = tf.train.Example.FromString(raw.numpy()).features.feature
+        ids = np.array(ex["input_word_ids"].int64_list.value)
+        assert len(ids) == 64
+        mask = np.array(ex["input_mask"].int64_list.value)
+        lengths.append(mask.sum())
+        assert ids[0] == 2 and (ids[mask == 0] == 0).all()
+    assert np.mean(lengths) > 40  # segments are filled, not one sentence each
+
+
+def test_output_is_deterministic_for_a_seed(small_corpus, tokenizer, tmp_path):
+    def digest(out, seed):
+        write_pretraining_data(small_corpus, str(out), tokenizer, max_seq_length=32,
+                               seed=seed, log=lambda *_: None)
+        return (out / "pretrain-00000-of-00001.tfrecord").read_bytes()
+
+    assert digest(tmp_path / "a", 1) == digest(tmp_path / "b", 1)
+    assert digest(tmp_path / "a", 1) != digest(tmp_path / "c", 2)
+
+
+def test_mlm_only_fills_segments_from_contiguous_text_and_splits_long_lines():
+    docs = [[list(range(1, 200))]]  # one line far longer than max_seq_length
+    builder = InstanceBuilder(max_seq_length=32, short_seq_prob=0.0, use_nsp=False)
+    instances = builder.from_document(docs, 0)
+    assert [len(a) for a, _, _ in instances] == [30] * 6 + [19]
+    assert sum((a for a, _, _ in instances), []) == list(range(1, 200))
+    assert all(not b and not r for _, b, r in instances)
+
+
+def test_nsp_truncates_long_lines_to_max_seq_length():
+    docs = [[list(range(1, 300)), list(range(300, 310))], [list(range(1000, 1400))]]
+    builder = InstanceBuilder(max_seq_length=32, short_seq_prob=0.0, rng=random.Random(0))
+    instances = builder.from_document(docs, 0) + builder.from_document(docs, 1)
+    assert instances and all(len(a) + len(b) <= 29 for a, b, _ in instances)
+
+
+def test_one_sentence_documents_give_random_pairs(tokenizer, tmp_path):
+    corpus = tmp_path / "one.txt"
+    corpus.write_text("\n\n".join(f"Document number {i} has one sentence only." for i in range(30)))
+    meta = write_pretraining_data(str(corpus), str(tmp_path / "out"), tokenizer,
+                                  max_seq_length=32, log=lambda *_: None)
+    assert meta["instances"] == 30 and meta["random_next"] == 30
+
+
+def test_bad_corpora_give_clear_errors(tokenizer, tmp_path):
+    with pytest.raises(FileNotFoundError, match="missing.txt"):
+        write_pretraining_data(str(tmp_path / "missing.txt"), str(tmp_path / "o"), tokenizer)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n  \n")
+    with pytest.raises(ValueError, match="no pretraining instances"):
+        write_pretraining_data(str(empty), str(tmp_path / "o"), tokenizer, log=lambda *_: None)
+    single = tmp_path / "single.txt"
+    single.write_text("One document.\nWith two sentences.\n")
+    with pytest.raises(ValueError, match="at least 2 documents"):
+        write_pretraining_data(str(single), str(tmp_path / "o"), tokenizer, log=lambda *_: None)
+    assert not list((tmp_path / "o").glob("*.tfrecord"))
+
+
+def test_dynamic_dataset_shapes_and_resume_skip(written):
+    out, _ = written
+    masker = MaskedLMMasker.from_vocab(str(VOCAB), max_predictions=10)
+    files = str(out / "*.tfrecord")
+    full = list(pretraining_dataset(files, 8, masker=masker, seed=3).take(6))
+    x, y = full[0]
+    assert x["input_word_ids"].shape == (8, 64) and x["input_word_ids"].dtype == tf.int32
+    assert x["masked_lm_positions"].shape == (8, 10)
+    assert y["next_sentence_labels"].shape == (8,)
+    # A resumed run skipping 4 batches sees exactly batches 4 and 5, same masks.
+    resumed = list(pretraining_dataset(files, 8, masker=masker, seed=3, skip_batches=4).take(2))
+    for (xa, ya), (xb, yb) in zip(full[4:], resumed):
+        for k in xa:
+            np.testing.assert_array_equal(xa[k].numpy(), xb[k].numpy())
+        for k in ya:
+            np.testing.assert_array_equal(ya[k].numpy(), yb[k].numpy())
+    # Dynamic masking: the same example gets new masks in a new epoch.
+    a = next(iter(pretraining_dataset(files, 8, masker=masker, seed=3, shuffle_buffer=0)))
+    b = next(iter(pretraining_dataset(files, 8, masker=masker, seed=4, shuffle_buffer=0)))
+    assert not np.array_equal(a[0]["masked_lm_positions"], b[0]["masked_lm_positions"])
+
+
+def test_static_masks_are_stored_and_read(small_corpus, tokenizer, tmp_path):
+    masker = MaskedLMMasker.from_vocab(str(VOCAB), max_predictions=12)
+    meta = write_pretraining_data(small_corpus, str(tmp_path), tokenizer, max_seq_length=64,
+                                  masker=masker, log=lambda *_: None)
+    assert meta["static_masking"] and meta["max_predictions"] == 12
+    x, y = next(iter(pretraining_dataset(str(tmp_path / "*.tfrecord"), 16, seed=0)))
+    assert x["masked_lm_positions"].shape == (16, 12)
+    w = y["masked_lm_weights"].numpy()
+    assert 0.1 < w.sum() / x["input_mask"].numpy().sum() < 0.16
+    ids = x["input_word_ids"].numpy()
+    pos = x["masked_lm_positions"].numpy()
+    picked = np.take_along_axis(ids, pos, axis=1)[w > 0]
+    assert np.mean(picked == masker.mask_id) > 0.6
+
+
+def test_reader_errors(written, tmp_path):
+    out, _ = written
+    with pytest.raises(FileNotFoundError, match="nothing-here"):
+        pretraining_dataset(str(tmp_path / "nothing-here*.tfrecord"), 4)
+    with pytest.raises(ValueError, match="no stored masks"):
+        pretraining_dataset(str(out / "*.tfrecord"), 4)
+    lonely = tmp_path / "x.tfrecord"
+    lonely.write_bytes(b"")
+    with pytest.raises(FileNotFoundError, match=pretraining.METADATA_FILE):
+        pretraining_dataset(str(lonely), 4)
+    meta = json.loads((out / pretraining.METADATA_FILE).read_text())
+    wrong = MaskedLMMasker(vocab_size=meta["vocab_size"] + 1, mask_id=4, special_ids=[0])
+    with pytest.raises(ValueError, match="vocab"):
+        pretraining_dataset(str(out / "*.tfrecord"), 4, masker=wrong)

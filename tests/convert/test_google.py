@@ -317,3 +317,25 @@ def test_unsupported_activation_and_no_checkpoint(tmp_path):
     (src / "bert_config.json").write_text(json.dumps(BERT_CONFIG))
     with pytest.raises(FileNotFoundError, match="No TF checkpoint"):
         from_google(src, tmp_path / "out")
+
+
+def test_directory_with_several_checkpoints(tmp_path):
+    first, second = google_variables(seed=0), google_variables(seed=1)
+    src = make_google_dir(tmp_path, variables=first, optimizer_slots=False)
+    write_tf1_checkpoint(src / "model.ckpt-2", second, optimizer_slots=False)
+    word = "encoder/embeddings/word_embeddings/embeddings"
+
+    def converted_word_embeddings(**kwargs):
+        out = from_google(src, tmp_path / "out", **kwargs)
+        return checkpoint.read_checkpoint(out).weights[word]
+
+    # The `checkpoint` state file names the latest save, as in a training directory.
+    np.testing.assert_array_equal(converted_word_embeddings(),
+                                  second["bert/embeddings/word_embeddings"])
+    np.testing.assert_array_equal(converted_word_embeddings(checkpoint_prefix="bert_model.ckpt"),
+                                  first["bert/embeddings/word_embeddings"])
+    os.remove(src / "checkpoint")
+    with pytest.raises(ValueError, match="several TF checkpoints.*checkpoint_prefix"):
+        from_google(src, tmp_path / "out")
+    with pytest.raises(FileNotFoundError, match="model.ckpt-9.index"):
+        from_google(src, tmp_path / "out", checkpoint_prefix="model.ckpt-9")

@@ -1,0 +1,118 @@
+"""`FillMask`: top-k tokens for `[MASK]`s in raw strings, and next-sentence scores."""
+
+import numpy as np
+import tensorflow as tf
+
+MASK_TOKEN = "[MASK]"
+
+
+class FillMask:
+    """Python API over a pretrained `BertPretrainer` and its preprocessor.
+
+    The literal `[MASK]` in a string is recognized here only (as Hugging
+    Face's fill-mask pipeline does); the text between masks is tokenized
+    normally, so tokenization keeps reference parity everywhere else.
+
+    Example:
+    >>> fill = FillMask.from_pretrained("runs/tiny/pretrained")  # doctest: +SKIP
+    >>> fill(["The [MASK] returns a list."], top_k=3)  # doctest: +SKIP
+    [[[('function', 0.41), ('method', 0.22), ('module', 0.05)]]]
+    >>> fill.next_sentence_probability(["Open the file."], ["Then read it."])  # doctest: +SKIP
+    array([0.93], dtype=float32)
+    """
+
+    def __init__(self, model, preprocessor):
+        self.model = model
+        self.preprocessor = preprocessor
+        self.vocab = preprocessor.vocab
+        self.seq_length = preprocessor.seq_length
+
+    @classmethod
+    def from_pretrained(cls, checkpoint_dir, seq_length=128):
+        """Loads a tfbert checkpoint dir that has trained `mlm/*` (and, for
+        next-sentence scores, `nsp/*`) head weights."""
+        from tfbert import checkpoint
+        from tfbert.models.pretrainer import BertPretrainer
+        from tfbert.text.preprocessor import BertPreprocessor
+
+        ckpt = checkpoint.read_checkpoint(checkpoint_dir)
+        if not ckpt.prefixed_weights("mlm"):
+            raise ValueError(
+                f"{ckpt.weights_path} has no masked-LM head weights (mlm/*); fill-mask needs "
+                "a pretrained head (e.g. from tools/pretrain.py, or a converted checkpoint "
+                "whose source has one)."
+            )
+        has_nsp = bool(ckpt.prefixed_weights("nsp"))
+        model = BertPretrainer.from_checkpoint(checkpoint_dir, use_nsp=has_nsp)
+        preprocessor = BertPreprocessor.from_pretrained(checkpoint_dir, seq_length=seq_length)
+        return cls(model, preprocessor)
+
+    def __call__(self, texts, top_k=5):
+        """For each text, for each `[MASK]` in order: `top_k` `(token, prob)`."""
+        texts = _as_list(texts)
+        pieces = [t.split(MASK_TOKEN) for t in texts]
+        if any(len(p) < 2 for p in pieces):
+            bad = next(t for t, p in zip(texts, pieces) if len(p) < 2)
+            raise ValueError(f"Fill-mask text has no {MASK_TOKEN}: {bad!r}")
+        flat = [piece for p in pieces for piece in p]
+        tokenized = self.preprocessor.tokenize(tf.constant(flat)).merge_dims(1, 2).to_list()
+        rows, k = [], 0
+        for p in pieces:
+            ids = []
+            for j in range(len(p)):
+                if j:
+                    ids.append(self.vocab.mask_id)
+                ids.extend(tokenized[k + j])
+            k += len(p)
+            rows.append(ids)
+        longest = max(len(r) for r in rows) + 2
+        if longest > self.seq_length:
+            raise ValueError(
+                f"A fill-mask text has {longest} tokens with [CLS]/[SEP], more than "
+                f"seq_length={self.seq_length}; shorten it or raise seq_length."
+            )
+        inputs = self._pack([rows])
+        positions = [[i for i, t in enumerate(row) if t == self.vocab.mask_id] for row in
+                     inputs["input_word_ids"].tolist()]
+        max_masks = max(len(p) for p in positions)
+        inputs["masked_lm_positions"] = np.array(
+            [p + [0] * (max_masks - len(p)) for p in positions], np.int32
+        )
+        logits = self.model(inputs)["mlm_logits"].numpy()
+        probs = tf.nn.softmax(logits, axis=-1).numpy()
+        results = []
+        for row, p in enumerate(positions):
+            per_mask = []
+            for m in range(len(p)):
+                best = np.argsort(-probs[row, m])[:top_k]
+                per_mask.append([(self.vocab.tokens[i], float(probs[row, m, i])) for i in best])
+            results.append(per_mask)
+        return results
+
+    def next_sentence_probability(self, first, second):
+        """P(second follows first) for each pair of raw strings, `[batch]`."""
+        if self.model.nsp_head is None:
+            raise ValueError("This checkpoint has no next-sentence head (nsp/*).")
+        first, second = _as_list(first), _as_list(second)
+        if len(first) != len(second):
+            raise ValueError(f"Got {len(first)} first sentences but {len(second)} second ones.")
+        segments = [self.preprocessor.tokenize(tf.constant(s)).merge_dims(1, 2).to_list()
+                    for s in (first, second)]
+        inputs = self._pack(segments)
+        inputs["masked_lm_positions"] = np.zeros([len(first), 1], np.int32)
+        logits = self.model(inputs)["nsp_logits"]
+        return tf.nn.softmax(logits, axis=-1).numpy()[:, 0]  # label 0 = is next
+
+    def _pack(self, segments):
+        ragged = [tf.ragged.constant(s, dtype=tf.int32, ragged_rank=1) for s in segments]
+        packed = self.preprocessor.bert_pack_inputs(ragged, seq_length=self.seq_length)
+        return {k: v.numpy() for k, v in packed.items()}
+
+
+def _as_list(texts):
+    if isinstance(texts, str):
+        return [texts]
+    texts = list(texts)
+    if not texts or not all(isinstance(t, str) for t in texts):
+        raise TypeError("Expected a string or a non-empty list of strings.")
+    return texts

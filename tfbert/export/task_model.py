@@ -43,6 +43,8 @@ def export_task_model(export_dir, serve_text, serve_ids, text_inputs=("text",), 
     ids_spec = {n: tf.TensorSpec([None, None], tf.int32, name=n) for n in INPUT_NAMES}
     archive = keras.export.ExportArchive()
     for obj in track:
+        if not obj.built:  # e.g. a preprocessor used only through tokenize/pack
+            obj.build(None)
         archive.track(obj)
     archive.add_endpoint("serving_default", lambda inputs: serve_text(inputs), [text_spec])
     archive.add_endpoint(IDS_SIGNATURE, lambda inputs: serve_ids(inputs), [ids_spec])

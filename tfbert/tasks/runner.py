@@ -61,6 +61,7 @@ class TrainConfig:
 
 @dataclasses.dataclass
 class FinetuneResult:
+    task: object  # the prepared task (label list, preprocessor): `task.export(model, dir)`
     model: object
     dev_scores: list  # one dict of task metrics per epoch
     best_epoch: int
@@ -151,7 +152,7 @@ def finetune(task, train, model_dir, init_checkpoint=None, encoder_config=None, 
         evaluation.scores.append(task.score(model.predict(dev_inputs, verbose=0), reference))
     scores = [s[task.main_metric] for s in evaluation.scores]
     best = int(np.argmax(scores))
-    result = FinetuneResult(model=model, dev_scores=evaluation.scores, best_epoch=best + 1,
+    result = FinetuneResult(task=task, model=model, dev_scores=evaluation.scores, best_epoch=best + 1,
                             best_score=float(scores[best]), main_metric=task.main_metric,
                             seconds=time.perf_counter() - start)
     if export_dir:
@@ -172,7 +173,7 @@ def _train_full(task, encoder, train, dev_inputs, reference, model_dir, strategy
             num_warmup_steps=int(train.warmup_fraction * total),
             optimizer_type=train.optimizer_type, weight_decay=train.weight_decay,
             clipnorm=train.clipnorm)
-        model.compile(optimizer=optimizer, loss=task.loss(), metrics=task.metrics(),
+        model.compile(optimizer=optimizer, loss=task.loss(), weighted_metrics=task.metrics(),
                       jit_compile=train.jit_compile)
     evaluation = DevEvaluation(task, dev_inputs, reference, verbose=train.verbose)
     best_path = os.path.join(model_dir, BEST_WEIGHTS)

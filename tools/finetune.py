@@ -1,0 +1,170 @@
+r"""Fine-tunes BERT on a task and exports a model that takes raw strings.
+
+    python tools/finetune.py --task=classification \
+        --config=configs/finetune_sst2.yaml \
+        --init_checkpoint=checkpoints/minilm --model_dir=runs/sst2
+
+Tasks: `classification` (and `regression`): TSV/CSV/JSONL with column flags;
+`tagging`: CoNLL-2003 (NER, or POS with `--set task.tag_column=1`).
+
+The YAML has three sections (see `configs/finetune_*.yaml`):
+`task:` the task's data and head settings (`ClassificationConfig` /
+`TaggingConfig`), `train:` the recipe (`tfbert.tasks.runner.TrainConfig`;
+defaults are the BERT paper's: AdamW, warmup 10% then linear decay, XLA),
+and optionally `grid:` lists of `learning_rate`, `batch_size`, `epochs` to try
+(each setting is trained, a dev-score table is printed, the best is exported).
+`--set section.key=value` overrides any field, e.g. `--set train.epochs=2`.
+
+The task metric is computed on `task.dev_file` after every epoch, the best
+epoch's weights are kept, and the end-to-end SavedModel (`serving_default`
+takes `text`, plus `text_b` for pairs) is written to `--export_dir` or
+`<model_dir>/export/<unix time>`.
+"""
+
+import dataclasses
+import itertools
+import json
+import os
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import app, flags
+
+from tfbert import experiment
+from tfbert.tasks.classification import ClassificationConfig, ClassificationTask
+from tfbert.tasks.runner import TrainConfig
+from tfbert.tasks.tagging import TaggingConfig, TaggingTask
+
+# task name -> (config dataclass, task constructor)
+TASKS = {
+    "classification": (ClassificationConfig, lambda c: ClassificationTask(c, regression=False)),
+    "regression": (ClassificationConfig, lambda c: ClassificationTask(c, regression=True)),
+    "tagging": (TaggingConfig, TaggingTask),
+}
+
+
+@dataclasses.dataclass
+class GridConfig:
+    learning_rate: list = dataclasses.field(default_factory=list)
+    batch_size: list = dataclasses.field(default_factory=list)
+    epochs: list = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class FinetuneConfig:
+    task: dict = dataclasses.field(default_factory=dict)
+    train: TrainConfig = dataclasses.field(default_factory=TrainConfig)
+    grid: GridConfig = dataclasses.field(default_factory=GridConfig)
+    # --- Encoder: a tfbert checkpoint dir, or a preset + vocab for random init ---
+    init_checkpoint: str = ""
+    preset: str = ""
+    vocab_file: str = ""
+    lower_case: bool = True
+    # --- Runtime ---
+    model_dir: str = ""
+    export_dir: str = ""
+    distribution_strategy: str = "off"
+    num_devices: int = 0
+
+
+flags.DEFINE_enum("task", None, list(TASKS), "The task to fine-tune.")
+flags.DEFINE_string("config", None, "YAML file with task:, train: and grid: sections.")
+flags.DEFINE_string("init_checkpoint", None, "tfbert checkpoint dir (e.g. converted weights).")
+flags.DEFINE_string("model_dir", None, "Directory for checkpoints, logs and the export.")
+flags.DEFINE_string("export_dir", None, "SavedModel destination (default <model_dir>/export/<time>).")
+flags.DEFINE_string("distribution_strategy", None, "off|one_device|mirrored|multi_worker_mirrored|tpu")
+flags.DEFINE_multi_string("set", [], "Overrides, section.key=value (values parse as YAML).")
+flags.mark_flags_as_required(["task", "config"])
+FLAGS = flags.FLAGS
+
+
+def load_config():
+    overrides = experiment.parse_overrides(FLAGS.set)
+    for name in ("init_checkpoint", "model_dir", "export_dir", "distribution_strategy"):
+        if getattr(FLAGS, name) is not None:
+            overrides[name] = getattr(FLAGS, name)
+    cfg = experiment.load(FinetuneConfig, FLAGS.config, overrides)
+    if not cfg.model_dir:
+        raise ValueError("Set --model_dir (or model_dir in the YAML).")
+    return cfg
+
+
+def grid_settings(cfg):
+    """`[TrainConfig, ...]`: one per combination of the grid lists (or just `cfg.train`)."""
+    axes = {k: v for k, v in dataclasses.asdict(cfg.grid).items() if v}
+    if not axes:
+        return [cfg.train]
+    names = list(axes)
+    return [dataclasses.replace(cfg.train, **dict(zip(names, values)))
+            for values in itertools.product(*(axes[n] for n in names))]
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    try:
+        cfg = load_config()
+        config_cls, make_task = TASKS[FLAGS.task]
+        task_config = experiment.from_dict(config_cls, cfg.task, source=f"{FLAGS.config}:task")
+        if not cfg.init_checkpoint and not (cfg.preset and cfg.vocab_file):
+            raise ValueError("Set --init_checkpoint, or preset and vocab_file for random init.")
+    except (ValueError, FileNotFoundError, TypeError) as e:
+        print(f"finetune: error: {e}", file=sys.stderr)
+        return 1
+
+    from tfbert.config import BertConfig
+    from tfbert.tasks.runner import finetune
+    from tfbert.train.strategy import get_strategy
+
+    strategy = get_strategy(cfg.distribution_strategy, num_devices=cfg.num_devices or None)
+    export_dir = cfg.export_dir or os.path.join(cfg.model_dir, "export", str(int(time.time())))
+    settings = grid_settings(cfg)
+    rows, best = [], None
+    for i, train in enumerate(settings):
+        run_dir = cfg.model_dir
+        if len(settings) > 1:
+            run_dir = os.path.join(cfg.model_dir, "grid",
+                                   f"lr{train.learning_rate:g}_bs{train.batch_size}_ep{train.epochs}")
+        try:
+            result = finetune(
+                make_task(task_config), train, run_dir,
+                init_checkpoint=cfg.init_checkpoint or None,
+                encoder_config=BertConfig.from_preset(cfg.preset) if not cfg.init_checkpoint else None,
+                vocab_file=cfg.vocab_file or None, lower_case=cfg.lower_case, strategy=strategy)
+        except (ValueError, FileNotFoundError) as e:
+            # Bad input (labels, files, columns): the message names the file and line.
+            print(f"finetune: error: {e}", file=sys.stderr)
+            return 1
+        rows.append({"learning_rate": train.learning_rate, "batch_size": train.batch_size,
+                     "epochs": train.epochs, "best_epoch": result.best_epoch,
+                     result.main_metric: result.best_score,
+                     "seconds": round(result.seconds, 1)})
+        if best is None or result.best_score > best.best_score:
+            best = result  # only the best run's model stays in memory
+        del result
+
+    if len(settings) > 1:
+        print(f"\nDev {best.main_metric} per setting:")
+        print("learning_rate  batch_size  epochs  best_epoch  " + best.main_metric)
+        for r in rows:
+            print(f"{r['learning_rate']:<13g}  {r['batch_size']:<10}  {r['epochs']:<6}  "
+                  f"{r['best_epoch']:<10}  {r[best.main_metric]:.4f}")
+
+    out = best.task.export(best.model, export_dir)
+    summary = {"task": FLAGS.task, "main_metric": best.main_metric, "best_score": best.best_score,
+               "best_epoch": best.best_epoch, "dev_scores": _plain(best.dev_scores),
+               "grid": rows, "export_dir": out}
+    with open(os.path.join(cfg.model_dir, "results.json"), "w", encoding="utf-8") as f:
+        json.dump(summary, f, indent=2)
+    print(json.dumps({k: summary[k] for k in ("task", "main_metric", "best_score", "export_dir")}))
+    return 0
+
+
+def _plain(scores):
+    return [{k: float(v) for k, v in s.items() if not isinstance(v, dict)} for s in scores]
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -225,3 +225,22 @@ def build_nfc_tables():
     composites = np.asarray([pairs[k] for k in keys], np.int32)
     seconds = np.unique((keys % 0x110000).astype(np.int32))
     return np.asarray(starts, np.int32), values, keys, composites, seconds
+
+
+BMP_SIZE = 0x10000
+
+
+def resolve_bmp(starts, rows):
+    """Dense `[65536, width]` output rows of the Basic Multilingual Plane, with
+    the IDENTITY/PADDED markers resolved: one `gather` per character instead
+    of a binary search (the hot path; other planes still use the ranges)."""
+    cps = np.arange(BMP_SIZE, dtype=np.int32)
+    dense = rows[np.searchsorted(starts, cps, side="right") - 1].copy()
+    first = dense[:, 0].copy()
+    identity, padded = first == IDENTITY, first == PADDED
+    dense[identity, 0] = cps[identity]
+    if dense.shape[1] >= 3:
+        dense[padded, 0] = SPACE
+        dense[padded, 1] = cps[padded]
+        dense[padded, 2] = SPACE
+    return dense

@@ -13,6 +13,8 @@ from tfbert.text.char_table import (
     build_casing_table,
     build_char_table,
     build_nfc_tables,
+    resolve_bmp,
+    BMP_SIZE,
 )
 
 CAPITAL_SIGMA = 0x3A3
@@ -49,12 +51,10 @@ class BertNormalizer:
     def __init__(self, lower_case=True):
         self.lower_case = bool(lower_case)
         starts, rows = build_char_table(self.lower_case)
-        self._range_starts = tf.constant(starts)
-        self._range_rows = tf.constant(rows)
+        self._table = CharTable(starts, rows)
         if not self.lower_case:
             nfc_starts, nfc_rows, pair_keys, pair_values, seconds = build_nfc_tables()
-            self._nfc_starts = tf.constant(nfc_starts)
-            self._nfc_rows = tf.constant(nfc_rows)
+            self._nfc_table = CharTable(nfc_starts, nfc_rows)
             self._pair_keys = tf.constant(pair_keys)
             self._pair_values = tf.constant(pair_values)
             self._pair_seconds = tf.constant(seconds)
@@ -103,7 +103,7 @@ class BertNormalizer:
             cps, char_row, char_start, char_limit = self._nfc(cps, char_row, char_start, char_limit)
 
         # Normalize: every codepoint -> 0..width output codepoints.
-        out_cps, origin = expand(cps, self._range_starts, self._range_rows)
+        out_cps, origin = self._table.expand(cps)
         out_row = tf.gather(char_row, origin)
 
         # Words: maximal runs of non-space codepoints within a string.
@@ -132,6 +132,28 @@ class BertNormalizer:
             char_limit=char_limit,
         )
 
+    def normalize(self, strings):
+        """tf.string `[batch]`: the reference-normalized texts, words
+        separated by spaces (faster than `split_words`; no offsets)."""
+        strings = self.check_strings(strings)
+        codepoints = tf.strings.unicode_decode(strings, "UTF-8", errors="ignore")
+        cps = codepoints.values
+        char_row = codepoints.value_rowids()
+        if self.lower_case:
+            cps = tf.cond(
+                tf.reduce_any(tf.equal(cps, CAPITAL_SIGMA)),
+                lambda: self._final_sigma(cps, char_row),
+                lambda: cps,
+            )
+        else:
+            zeros = tf.zeros_like(char_row)
+            cps, char_row, _, _ = self._nfc(cps, char_row, zeros, zeros)
+        out_cps, origin = self._table.expand(cps)
+        out = tf.RaggedTensor.from_value_rowids(
+            out_cps, tf.gather(char_row, origin), nrows=tf.shape(strings, out_type=tf.int64)[0]
+        )
+        return tf.strings.unicode_encode(out, "UTF-8")
+
     def split_words_ragged(self, strings):
         """tf.string RaggedTensor `[batch, (words)]` of normalized words."""
         words = self.split_words(strings)
@@ -142,7 +164,7 @@ class BertNormalizer:
         per-character NFC (and the cleaning's deletions) from a table, then
         canonical composition of adjacent pairs, three times (base + 3 marks,
         Hangul L+V+T). Merged characters span the bytes of both sources."""
-        out, source = expand(cps, self._nfc_starts, self._nfc_rows)
+        out, source = self._nfc_table.expand(cps)
         row = tf.gather(char_row, source)
         start = tf.gather(char_start, source)
         limit = tf.gather(char_limit, source)
@@ -209,26 +231,39 @@ class BertNormalizer:
         return tf.where(final, FINAL_SIGMA, cps)
 
 
-def expand(cps, range_starts, range_rows):
-    """Applies a range table of `char_table.py` to codepoints.
+class CharTable:
+    """A `char_table.py` range table as graph constants, applied by `expand`."""
 
-    Returns `(out_cps, source)`: the output codepoints (int32) and, for each,
-    the index of the input codepoint it came from (int64).
-    """
-    rows = tf.gather(range_rows, tf.searchsorted(range_starts, cps, side="right") - 1)
-    width = rows.shape[1]
-    first = rows[:, :1]
-    cp_col = cps[:, None]
-    space = tf.fill(tf.shape(cp_col), SPACE)
-    none = tf.fill([tf.shape(cps)[0], width], -1)
-    identity = tf.concat([cp_col, none[:, 1:]], axis=1)
-    padded = tf.concat([space, cp_col, space, none[:, 3:]], axis=1)
-    rows = tf.where(first == IDENTITY, identity, tf.where(first == PADDED, padded, rows))
-    keep = rows >= 0
-    source = tf.broadcast_to(
-        tf.range(tf.shape(cps, out_type=tf.int64)[0])[:, None], tf.shape(rows, out_type=tf.int64)
-    )
-    return tf.boolean_mask(rows, keep), tf.boolean_mask(source, keep)
+    def __init__(self, starts, rows):
+        self.dense = tf.constant(resolve_bmp(starts, rows))
+        self.starts = tf.constant(starts)
+        self.rows = tf.constant(rows)
+
+    def expand(self, cps):
+        """`(out_cps, source)`: the output codepoints (int32) and, for each,
+        the index of the input codepoint it came from (int64)."""
+        rows = tf.gather(self.dense, tf.minimum(cps, BMP_SIZE - 1))
+        rows = tf.cond(
+            tf.reduce_all(cps < BMP_SIZE),
+            lambda: rows,
+            lambda: tf.where((cps < BMP_SIZE)[:, None], rows, self._from_ranges(cps)),
+        )
+        keep = rows >= 0
+        source = tf.broadcast_to(
+            tf.range(tf.shape(cps, out_type=tf.int64)[0])[:, None], tf.shape(rows, out_type=tf.int64)
+        )
+        return tf.boolean_mask(rows, keep), tf.boolean_mask(source, keep)
+
+    def _from_ranges(self, cps):
+        rows = tf.gather(self.rows, tf.searchsorted(self.starts, cps, side="right") - 1)
+        width = rows.shape[1]
+        first = rows[:, :1]
+        cp_col = cps[:, None]
+        space = tf.fill(tf.shape(cp_col), SPACE)
+        none = tf.fill([tf.shape(cps)[0], width], -1)
+        identity = tf.concat([cp_col, none[:, 1:]], axis=1)
+        padded = tf.concat([space, cp_col, space, none[:, 3:]], axis=1)
+        return tf.where(first == IDENTITY, identity, tf.where(first == PADDED, padded, rows))
 
 
 def utf8_length(codepoints):

@@ -119,8 +119,28 @@ class BertTokenizer(keras.layers.Layer):
         return self.tokenize(strings)
 
     def tokenize(self, strings):
-        """int32 RaggedTensor `[batch, (words), (wordpieces)]` of token ids."""
-        return self.tokenize_with_offsets(strings)[0]
+        """int32 RaggedTensor `[batch, (words), (wordpieces)]` of token ids.
+
+        Same ids as `tokenize_with_offsets`, by a faster route: normalize
+        whole strings, split them on spaces, WordPiece the words.
+        """
+        words = tf.strings.split(self.normalizer.normalize(strings))
+        ids = self._wordpiece.tokenize(words.values)
+        too_long = tf.strings.length(words.values, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
+        ids = tf.cond(
+            tf.reduce_any(too_long), lambda: self._unk_too_long(ids, too_long), lambda: ids
+        )
+        return words.with_values(ids)
+
+    def _unk_too_long(self, ids, too_long):
+        """Words over 100 characters become one [UNK], as in the reference."""
+        keep_piece = tf.gather(~too_long, ids.value_rowids())
+        ids = tf.ragged.boolean_mask(ids, ids.with_flat_values(keep_piece))
+        unk = tf.RaggedTensor.from_row_lengths(
+            tf.fill([tf.reduce_sum(tf.cast(too_long, tf.int32))], self.vocab.unk_id),
+            tf.cast(too_long, tf.int64),
+        )
+        return tf.concat([ids, unk], axis=1)
 
     # --- tokens as strings ---
 

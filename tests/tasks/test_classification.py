@@ -1,0 +1,87 @@
+"""ClassificationTask: data pipeline, labels, scores, raw-string predictions, errors."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfbert import BertEncoder
+from tfbert.tasks.classification import ClassificationConfig, ClassificationTask
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_dataset_tokenizes_in_graph_with_labels(data_dir, make_preprocessor):
+    train = os.path.join(data_dir, "sentiment_train.tsv")
+    task = ClassificationTask(ClassificationConfig(train_file=train, dev_file=train,
+                                                   seq_length=16))
+    pre = make_preprocessor(16)
+    task.prepare(pre)
+    assert task.label_list == ["negative", "positive"] and task.main_metric == "accuracy"
+    x, y = next(iter(task.dataset(train, batch_size=4)))
+    assert x["input_word_ids"].shape == (4, 16) and y.numpy().tolist() == [1, 0, 0, 0]
+    # Same ids as the preprocessor on the raw first sentence.
+    want = pre(tf.constant(["I think the video game made me happy ."]))["input_word_ids"]
+    np.testing.assert_array_equal(x["input_word_ids"][:1], want)
+    # Training batches are full (static shapes for XLA) and repeat.
+    batches = list(task.dataset(train, batch_size=64, training=True).take(4))
+    assert all(b[0]["input_word_ids"].shape == (64, 16) for b in batches)
+
+
+def test_pairs_and_regression(tmp_path, make_preprocessor):
+    path = write(tmp_path, "sts.tsv", "a\tb\tscore\nA man plays .\tA man sings .\t3.5\n"
+                                      "Cats sleep .\tThe stock fell .\t0.0\n")
+    task = ClassificationTask(ClassificationConfig(
+        train_file=path, dev_file=path, text_column="a", text_b_column="b",
+        label_column="score"), regression=True)
+    task.prepare(make_preprocessor(16))
+    assert task.num_outputs == 1 and task.main_metric == "corr"
+    x, y = next(iter(task.dataset(path, batch_size=2)))
+    np.testing.assert_allclose(y.numpy(), [[3.5], [0.0]])
+    assert x["input_type_ids"].numpy()[0].tolist()[:12] == [0] * 6 + [1] * 5 + [0]
+    scores = task.score(np.array([[2.0], [0.5]]), np.array([3.5, 0.0]))
+    assert scores["pearson"] == pytest.approx(1.0)
+
+
+def test_scores_multiclass(make_preprocessor):
+    task = ClassificationTask(ClassificationConfig(label_list=["a", "b", "c"])).prepare(
+        make_preprocessor())
+    logits = np.eye(3)[[0, 1, 2, 2]]
+    s = task.score(logits, np.array([0, 1, 2, 1]))
+    assert s["accuracy"] == 0.75 and "macro_f1" in s and "f1" not in s
+
+
+def test_predict_from_raw_strings(tiny_config, make_preprocessor):
+    task = ClassificationTask(ClassificationConfig(label_list=["neg", "pos"], seq_length=16))
+    task.prepare(make_preprocessor(16))
+    model = task.build_model(BertEncoder(tiny_config))
+    out = task.predict(model, ["Great film .", "Awful food ."])
+    assert out["logits"].shape == (2, 2)
+    np.testing.assert_allclose(out["probabilities"].sum(1), 1.0, rtol=1e-5)
+    assert set(out["label"]) <= {"neg", "pos"}
+    x = task.preprocessor(tf.constant(["Great film .", "Awful food ."]))
+    np.testing.assert_allclose(out["logits"], model(x), atol=1e-5)
+
+
+def test_bad_input_errors(tmp_path, data_dir, make_preprocessor):
+    train = os.path.join(data_dir, "sentiment_train.tsv")
+    dev = write(tmp_path, "dev.tsv", "sentence\tlabel\nFine .\tpositive\nMeh .\tneutral\n")
+    task = ClassificationTask(ClassificationConfig(train_file=train, dev_file=dev))
+    task.prepare(make_preprocessor())
+    with pytest.raises(ValueError, match=r"dev\.tsv, line 3: label 'neutral' is not in the "
+                                         r"label list \['negative', 'positive'\]"):
+        task.eval_data(dev, 8)
+    task = ClassificationTask(ClassificationConfig(train_file=train, text_column="text"))
+    with pytest.raises(ValueError, match=r"sentiment_train\.tsv, line 1: no column named 'text'"):
+        task.prepare(make_preprocessor())
+    one = write(tmp_path, "one.tsv", "sentence\tlabel\nFine .\tpositive\n")
+    with pytest.raises(ValueError, match="at least 2 labels"):
+        ClassificationTask(ClassificationConfig(train_file=one)).prepare(make_preprocessor())
+    with pytest.raises(ValueError, match=r"empty\.tsv: the file is empty"):
+        ClassificationTask(ClassificationConfig(train_file=write(tmp_path, "empty.tsv", ""))
+                           ).prepare(make_preprocessor())

@@ -138,13 +138,23 @@ def noisy_lines(base, count):
     return out
 
 
+def ascii_lines(count):
+    """Pure-ASCII lines (the tokenizer's fast route) with every ASCII byte."""
+    rng = random.Random(2)
+    lines = ["".join(chr(c) for c in range(128)), " ".join(chr(c) for c in range(128))]
+    alphabet = [chr(c) for c in range(128)] + list("aeiou EtaoN,.") * 4
+    for _ in range(count):
+        lines.append("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 120))))
+    return lines
+
+
 def build_corpus():
     docs = doc_lines(3000)
     lines = list(MULTILINGUAL) + long_words() + docs
     lines += [unicodedata.normalize("NFD", s) for s in MULTILINGUAL]
     lines += [s.upper() for s in MULTILINGUAL] + [s.title() for s in docs[:300]]
     lines += noisy_lines(docs + MULTILINGUAL, 1500)
-    lines += codepoint_sweep(step=3)
+    lines += codepoint_sweep(step=3) + ascii_lines(400)
     return lines
 
 

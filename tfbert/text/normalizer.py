@@ -134,8 +134,32 @@ class BertNormalizer:
 
     def normalize(self, strings):
         """tf.string `[batch]`: the reference-normalized texts, words
-        separated by spaces (faster than `split_words`; no offsets)."""
+        separated by whitespace (faster than `split_words`; no offsets).
+
+        Pure-ASCII strings (most text) take a string-level route of three
+        regex/lower ops; the others go through the codepoint table.
+        """
         strings = self.check_strings(strings)
+        is_ascii = tf.strings.regex_full_match(strings, r"[\x00-\x7f]*")
+        fast = self._normalize_ascii(strings)
+
+        def mixed():
+            index = tf.where(~is_ascii)
+            slow = self._normalize_codepoints(tf.gather_nd(strings, index))
+            return tf.tensor_scatter_nd_update(fast, index, slow)
+
+        return tf.cond(tf.reduce_all(is_ascii), lambda: fast, mixed)
+
+    def _normalize_ascii(self, strings):
+        """The reference on ASCII text: drop control characters, (lower-case),
+        put spaces around ASCII punctuation. \t \n \r stay: `tf.strings.split`
+        treats them as spaces, like the reference."""
+        text = tf.strings.regex_replace(strings, r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", "")
+        if self.lower_case:
+            text = tf.strings.lower(text)
+        return tf.strings.regex_replace(text, r"([!-/:-@\[-`{-~])", r" \1 ")
+
+    def _normalize_codepoints(self, strings):
         codepoints = tf.strings.unicode_decode(strings, "UTF-8", errors="ignore")
         cps = codepoints.values
         char_row = codepoints.value_rowids()

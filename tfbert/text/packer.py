@@ -69,7 +69,7 @@ def pack_inputs(
     # === How many tokens each segment keeps ===
     lengths = tf.stack([tf.cast(s.row_lengths(), tf.int32) for s in flat], axis=1)  # [B, N]
     budget = seq_length - num_segments - 1
-    if truncation == "waterfall":
+    if truncation == "waterfall" or num_segments == 1:  # same result for one segment
         before = tf.cumsum(lengths, axis=1, exclusive=True)
         kept = tf.clip_by_value(budget - before, 0, lengths)
     else:

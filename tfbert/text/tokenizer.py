@@ -126,9 +126,14 @@ class BertTokenizer(keras.layers.Layer):
         """
         words = tf.strings.split(self.normalizer.normalize(strings))
         ids = self._wordpiece.tokenize(words.values)
-        too_long = tf.strings.length(words.values, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
+        # A word of <= 100 bytes has <= 100 characters: count only if needed.
+        maybe_long = tf.strings.length(words.values) > MAX_CHARS_PER_WORD
         ids = tf.cond(
-            tf.reduce_any(too_long), lambda: self._unk_too_long(ids, too_long), lambda: ids
+            tf.reduce_any(maybe_long),
+            lambda: self._unk_too_long(
+                ids, tf.strings.length(words.values, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
+            ),
+            lambda: ids,
         )
         return words.with_values(ids)
 

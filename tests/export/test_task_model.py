@@ -1,0 +1,111 @@
+"""Task SavedModels: reloaded in a fresh process, raw strings give the
+in-memory model's outputs; the ids signature too; written atomically."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfbert import BertConfig, BertEncoder
+from tfbert.tasks.classification import ClassificationConfig, ClassificationTask
+from tfbert.tasks.feature_extraction import FeatureExtractionConfig, FeatureExtractionTask
+from tfbert.tasks.tagging import TaggingConfig, TaggingTask
+
+TEXT = ["The pasta was superb !", "Angela Merkel visited Ürgüp , didn't she?", "ok"]
+TEXT_B = ["I loved it .", "Yes .", "Fine"]
+
+FRESH = """
+import json, sys
+import numpy as np
+import tensorflow as tf
+from tfbert.export.task_model import load_task_model
+paths, text, text_b = json.loads(INPUT)
+dec = lambda x: [dec(i) for i in x] if isinstance(x, list) else x.decode()
+plain = lambda res: {k: dec(v.numpy().tolist()) if v.dtype == tf.string else v.numpy().tolist()
+                     for k, v in res.items()}
+out = {}
+for name, path in paths.items():
+    sigs = load_task_model(path).signatures
+    kwargs = {"text": tf.constant(text)}
+    if name == "pairs":
+        kwargs["text_b"] = tf.constant(text_b)
+    res = sigs["serving_default"](**kwargs)
+    out[name] = plain(res)
+    ids = {k: tf.constant(v, tf.int32) for k, v in IDS.items()}
+    out[name + "_ids"] = plain(sigs["serving_ids"](**ids))
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def make_preprocessor(uncased_vocab_file):
+    from tfbert.text.preprocessor import BertPreprocessor
+
+    return lambda n: BertPreprocessor(vocab_file=uncased_vocab_file, seq_length=n)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory, make_preprocessor):
+    tmp_path = tmp_path_factory.mktemp("task_models")
+    encoder = BertEncoder(BertConfig.from_preset("tiny", dropout_rate=0.0))
+    pairs = ClassificationTask(ClassificationConfig(
+        label_list=["neg", "pos"], text_b_column="b", seq_length=24)).prepare(make_preprocessor(24))
+    tagging = TaggingTask(TaggingConfig(label_list=["O", "B-PER", "I-PER"], seq_length=12)
+                          ).prepare(make_preprocessor(12))
+    features = FeatureExtractionTask(FeatureExtractionConfig(layers=(-2, -1), seq_length=16)
+                                     ).prepare(make_preprocessor(16))
+    models = {"pairs": (pairs, pairs.build_model(encoder)),
+              "tagging": (tagging, tagging.build_model(encoder)),
+              "features": (features, features.build_model(encoder))}
+    paths = {n: str(tmp_path / n / "export" / "1") for n in models}
+    for name, (task, model) in models.items():
+        task.export(model, paths[name])
+    return models, paths
+
+
+def test_fresh_process_matches_in_memory(exported, run_python, make_preprocessor):
+    models, paths = exported
+    ids = {k: v.numpy().tolist() for k, v in make_preprocessor(10)(tf.constant(TEXT)).items()}
+    source = f"INPUT = {json.dumps(json.dumps([paths, TEXT, TEXT_B]))!s}\nIDS = {ids!r}\n" + FRESH
+    out = json.loads(run_python(source).strip().splitlines()[-1])
+
+    task, model = models["pairs"]
+    want = task.predict(model, TEXT, TEXT_B)
+    np.testing.assert_allclose(out["pairs"]["logits"], want["logits"], atol=1e-5)
+    np.testing.assert_allclose(out["pairs"]["probabilities"], want["probabilities"], atol=1e-5)
+    assert out["pairs"]["label"] == want["label"].tolist()
+    np.testing.assert_allclose(out["pairs_ids"]["logits"], model(
+        {k: tf.constant(v) for k, v in ids.items()}), atol=1e-5)
+
+    task, model = models["tagging"]
+    want = task.predict(model, TEXT)
+    for i, row in enumerate(want):
+        n = out["tagging"]["num_words"][i]
+        assert n == len(row)
+        assert out["tagging"]["words"][i][:n] == [w for w, _, _, _ in row]
+        assert out["tagging"]["tags"][i][:n] == [t for _, t, _, _ in row]
+    # Byte offsets in the SavedModel; character offsets in Python.
+    raw = TEXT[1].encode()
+    s, e = out["tagging"]["start"][1][2], out["tagging"]["end"][1][2]
+    assert raw[s:e].decode() == "visited" == TEXT[1][want[1][2][2]:want[1][2][3]]
+
+    task, model = models["features"]
+    want = task.features(model, TEXT)
+    np.testing.assert_allclose(out["features"]["embedding"], want["embedding"], atol=1e-5)
+    n = len(want["features"][1])
+    np.testing.assert_allclose(np.asarray(out["features"]["features"])[1, :n],
+                               want["features"][1], atol=1e-5)
+    assert np.asarray(out["features"]["input_mask"]).sum(1).tolist() == [
+        len(f) for f in want["features"]]
+
+
+def test_export_replaces_atomically(exported):
+    models, paths = exported
+    task, model = models["pairs"]
+    path = paths["pairs"]
+    task.export(model, path)  # over an existing export
+    parent = os.path.dirname(path)
+    assert sorted(os.listdir(parent)) == ["1"]
+    assert os.path.isfile(os.path.join(path, "saved_model.pb"))

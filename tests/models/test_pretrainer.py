@@ -148,3 +148,21 @@ def test_mixed_precision_keeps_float32_logits(tiny_config, policy):
             assert isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
     finally:
         keras.mixed_precision.set_global_policy("float32")
+
+
+def test_continue_from_converted_minilm(minilm_dir, tmp_path):
+    """Real released weights (all-MiniLM-L6-v2, no heads) -> fresh heads."""
+    from tfbert import convert
+
+    out = str(tmp_path / "minilm")
+    convert.from_huggingface(str(minilm_dir), out)
+    model = BertPretrainer.from_checkpoint(out, use_nsp=False)
+    reference = BertEncoder.from_pretrained(out)
+    ids = np.array([[101, 7592, 103, 2088, 102]], "int32")
+    x = {"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": np.zeros_like(ids)}
+    np.testing.assert_allclose(model.encoder(x)["sequence_output"], reference(x)["sequence_output"],
+                               atol=1e-5)
+    assert model.head_weights()["mlm"]["output_bias"].shape == (30522,)
+    assert not model.encoder.pooler.trainable  # MLM only: NSP's pooler is frozen
+    logits = model(dict(x, masked_lm_positions=np.array([[2]], "int32")))["mlm_logits"]
+    assert logits.shape == (1, 1, 30522)

@@ -83,6 +83,19 @@ def test_pretraining_halves_the_mlm_loss_and_learns_nsp(records, tmp_path):
     assert len(top) == 5
     assert (model_dir / "tensorboard").is_dir()
 
+    # Continue pretraining from that checkpoint (encoder and both heads load):
+    # the first chunk starts far below a fresh model's ln(V).
+    cont_dir = tmp_path / "continued"
+    result = subprocess.run(
+        pretrain_flags(records, cont_dir, 20, 10, f"--init_checkpoint={summary['checkpoint']}",
+                       "--set", "num_warmup_steps=5", "--learning_rate=1e-4"),
+        env=ENV, timeout=600, capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = read_log(cont_dir)
+    assert float(rows[0]["mlm_loss"]) < last + 0.5
+    assert float(rows[0]["nsp_accuracy"]) > 0.9
+
 
 @pytest.mark.slow
 def test_killed_run_resumes_without_repeating_or_skipping(records, tmp_path):

@@ -64,6 +64,10 @@ class BertPretrainer(keras.Model):
         )
         self.mlm_head.build()
         self.nsp_head = None
+        if not use_nsp:
+            # Only NSP reads the pooler; frozen, it gets no "missing gradient"
+            # warnings or optimizer slots, and keeps its loaded values.
+            encoder.pooler.trainable = False
         if use_nsp:
             self.nsp_head = NextSentenceHead(
                 initializer_range=config.initializer_range,

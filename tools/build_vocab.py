@@ -23,13 +23,17 @@ flags.DEFINE_integer("max_unique_chars", 1000, "Largest alphabet of single chara
 flags.DEFINE_integer("max_lines", 0, "Read at most this many lines (0: all).")
 
 
-def read_lines(patterns, max_lines=0):
+def resolve(patterns):
     paths = []
     for pattern in patterns:
         matched = sorted(glob.glob(pattern))
         if not matched:
             raise FileNotFoundError(f"--input_files: no file matches {pattern!r}.")
         paths.extend(matched)
+    return paths
+
+
+def read_lines(paths, max_lines=0):
     count = 0
     for path in paths:
         with open(path, encoding="utf-8", errors="replace") as f:
@@ -46,10 +50,11 @@ def main(argv):
     del argv
     if not FLAGS.input_files or not FLAGS.output_file:
         raise app.UsageError("--input_files and --output_file are required.")
+    paths = resolve(FLAGS.input_files)  # fail fast, before importing TensorFlow
     from tfbert.text.vocab import learn_vocab
 
     tokens = learn_vocab(
-        read_lines(FLAGS.input_files, FLAGS.max_lines),
+        read_lines(paths, FLAGS.max_lines),
         FLAGS.vocab_size,
         lower_case=FLAGS.lower_case,
         max_unique_chars=FLAGS.max_unique_chars,

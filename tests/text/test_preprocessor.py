@@ -110,3 +110,43 @@ def test_bad_seq_length(uncased_vocab_file):
 def test_non_string_input_is_clear_error(preprocessor):
     with pytest.raises(TypeError, match="tf.string"):
         preprocessor(tf.constant([1, 2]))
+
+
+def test_user_model_strings_to_logits_fits_and_reloads(tmp_path):
+    """strings -> BertPreprocessor -> BertEncoder -> Dense: compile, fit on a
+    tf.data of strings, save as .keras with the preprocessor inside, reload."""
+    from tfbert import BertConfig, BertEncoder
+
+    words = ["good", "great", "fine", "bad", "awful", "poor", "movie", "film", "a", "very"]
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words + ["!", "."]
+    preprocessor = BertPreprocessor(vocabulary=vocabulary, seq_length=8, name="preprocessor")
+    config = BertConfig.from_preset("tiny", vocab_size=len(vocabulary), num_layers=1,
+                                    dropout_rate=0.0, attention_dropout_rate=0.0)
+    encoder = BertEncoder(config)
+
+    text = keras.Input(shape=(), dtype="string", name="text")
+    pooled = encoder(preprocessor(text))["pooled_output"]
+    logits = keras.layers.Dense(2, name="logits")(pooled)
+    model = keras.Model(text, logits)
+    model.compile(optimizer=keras.optimizers.Adam(1e-3),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
+
+    rng = np.random.default_rng(0)
+    texts, labels = [], []
+    for _ in range(64):
+        label = int(rng.integers(2))
+        adjective = rng.choice(words[:3] if label else words[3:6])
+        texts.append(f"A {'very ' * int(rng.integers(2))}{adjective} {rng.choice(['movie', 'film'])}!")
+        labels.append(label)
+    ds = tf.data.Dataset.from_tensor_slices((texts, labels)).shuffle(64, seed=0).batch(16)
+    history = model.fit(ds, epochs=8, verbose=0)
+    assert history.history["loss"][-1] < 0.5 * history.history["loss"][0]
+    assert history.history["accuracy"][-1] == 1.0
+
+    path = str(tmp_path / "classifier.keras")
+    model.save(path)
+    reloaded = keras.models.load_model(path)
+    probe = tf.constant(["a very good film!", "an awful movie."])
+    np.testing.assert_allclose(reloaded(probe), model(probe), atol=1e-6)
+    assert reloaded.get_layer("preprocessor").vocab.tokens == vocabulary

@@ -166,3 +166,12 @@ def test_continue_from_converted_minilm(minilm_dir, tmp_path):
     assert not model.encoder.pooler.trainable  # MLM only: NSP's pooler is frozen
     logits = model(dict(x, masked_lm_positions=np.array([[2]], "int32")))["mlm_logits"]
     assert logits.shape == (1, 1, 30522)
+
+
+def test_mlm_model_has_the_tf_hub_signature(model):
+    x, _ = make_batch()
+    mlm = model.mlm_model()
+    out = mlm(x)
+    assert {"sequence_output", "pooled_output", "default", "encoder_outputs", "mlm_logits"} <= set(out)
+    np.testing.assert_allclose(out["mlm_logits"], model(x)["mlm_logits"], atol=1e-5)
+    assert len(mlm.weights) == len(model.weights) - 2  # all but the NSP head, shared

@@ -55,7 +55,7 @@ class MaskedLMHead(keras.layers.Layer):
     def vocab_size(self):
         return int(self.embedding_layer.embeddings.shape[0])
 
-    def build(self, sequence_shape=None, positions_shape=None):
+    def build(self, sequence_output_shape=None, masked_lm_positions_shape=None):
         self.transform.build((None, self.hidden_size))
         self.layer_norm.build((None, self.hidden_size))
         self.output_bias = self.add_weight(
@@ -73,8 +73,8 @@ class MaskedLMHead(keras.layers.Layer):
         logits = ops.matmul(x, ops.transpose(embeddings))
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 
-    def compute_output_shape(self, sequence_shape, positions_shape):
-        return tuple(positions_shape) + (self.vocab_size,)
+    def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape):
+        return tuple(masked_lm_positions_shape) + (self.vocab_size,)
 
     def get_config(self):
         # The embedding layer is passed in by the model that owns it

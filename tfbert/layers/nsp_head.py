@@ -36,8 +36,8 @@ class NextSentenceHead(keras.layers.Layer):
         logits = ops.matmul(x, ops.cast(self.kernel, self.compute_dtype))
         return ops.cast(logits, "float32") + ops.cast(self.bias, "float32")
 
-    def compute_output_shape(self, pooled_shape):
-        return (pooled_shape[0], 2)
+    def compute_output_shape(self, pooled_output_shape):
+        return (pooled_output_shape[0], 2)
 
     def get_config(self):
         config = super().get_config()

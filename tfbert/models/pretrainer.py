@@ -97,6 +97,20 @@ class BertPretrainer(keras.Model):
             result["nsp_logits"] = self.nsp_head(outputs["pooled_output"])
         return result
 
+    def mlm_model(self):
+        """A functional model with TF Hub's BERT `mlm` signature, for export:
+        inputs `input_word_ids`, `input_mask`, `input_type_ids`,
+        `masked_lm_positions`; outputs the encoder's outputs plus
+        `mlm_logits` `[batch, num_positions, vocab]`. Shares this model's
+        variables."""
+        names = INPUT_NAMES + ("masked_lm_positions",)
+        inputs = {n: keras.Input(shape=(None,), dtype="int32", name=n) for n in names}
+        outputs = dict(self.encoder({n: inputs[n] for n in INPUT_NAMES}))
+        outputs["mlm_logits"] = self.mlm_head(
+            outputs["sequence_output"], inputs["masked_lm_positions"]
+        )
+        return keras.Model(inputs, outputs, name="mlm")
+
     # -- Losses and metrics ------------------------------------------------
     def _per_example_losses(self, y, y_pred):
         weights = ops.cast(y["masked_lm_weights"], "float32")

@@ -101,6 +101,14 @@ def test_fresh_process_matches_in_memory(exported, run_python, make_preprocessor
         len(f) for f in want["features"]]
 
 
+def test_exports_follow_the_op_rule(exported):
+    from tfbert.export.op_check import check_op_rule
+
+    for path in exported[1].values():
+        ops = check_op_rule(path)  # raises on any op outside the rule
+        assert "FastWordpieceTokenizeWithOffsets" in ops  # tokenization is in the graph
+
+
 def test_export_replaces_atomically(exported):
     models, paths = exported
     task, model = models["pairs"]

@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from tfbert import checkpoint
 from tfbert.encoder import INPUT_NAMES
+from tfbert.export.op_check import check_op_rule
 from tfbert.export.tf_text_ops import require_tf_text_ops
 
 IDS_SIGNATURE = "serving_ids"
@@ -50,17 +51,10 @@ def export_task_model(export_dir, serve_text, serve_ids, text_inputs=("text",), 
     archive.add_endpoint(IDS_SIGNATURE, lambda inputs: serve_ids(inputs), [ids_spec])
     with checkpoint.atomic_dir(export_dir) as tmp:
         archive.write_out(tmp, verbose=False)
-        _check_ops(tmp)
+        # The op rule (DESIGN.md): core TF ops plus the two tokenizer ops only;
+        # a violation fails here, before anything replaces `export_dir`.
+        check_op_rule(tmp)
     return export_dir
-
-
-def _check_ops(saved_model_dir):
-    # The op rule (DESIGN.md): only core TF ops plus the two tokenizer ops.
-    try:
-        from tfbert.export.op_check import check_op_rule
-    except ImportError:  # op_check lands with the export tooling
-        return
-    check_op_rule(saved_model_dir)
 
 
 def load_task_model(export_dir):

@@ -250,3 +250,28 @@ def test_corpus_catches_out_of_the_box_fast_bert_tokenizer(corpus, uncased_vocab
 def test_cased_parity(corpus):
     bad = mismatches(str(CASED_VOCAB), False, corpus)
     assert not bad, f"{len(bad)} of {len(corpus)} lines differ:\n{describe(bad)}"
+
+
+@pytest.mark.parametrize("lower_case", [True, False])
+def test_every_codepoint_normalizes_like_the_reference(lower_case):
+    """All 280k+ assigned codepoints, 64 per line between spaces, through the
+    normalizer alone against the reference BasicTokenizer (no vocab)."""
+    from transformers.models.bert.tokenization_bert_legacy import BasicTokenizer
+
+    from tfbert.text.normalizer import BertNormalizer
+
+    cps = assigned_codepoints()
+    lines = [" ".join(chr(c) for c in cps[i : i + 64]) for i in range(0, len(cps), 64)]
+    reference = BasicTokenizer(do_lower_case=lower_case, tokenize_chinese_chars=True)
+    normalizer = BertNormalizer(lower_case)
+    split = tf.function(lambda s: normalizer.split_words_ragged(s))
+    fast_split = tf.function(lambda s: tf.strings.split(normalizer.normalize(s)))
+    ours = []
+    for i in range(0, len(lines), 1024):
+        batch = tf.constant(lines[i : i + 1024])
+        words = split(batch).to_list()
+        assert fast_split(batch).to_list() == words  # the tokenize() route
+        ours += [[w.decode() for w in row] for row in words]
+    bad = [(line, ref, our) for line, ref, our in
+           zip(lines, (reference.tokenize(line) for line in lines), ours) if ref != our]
+    assert not bad, f"{len(bad)} lines differ, first: {bad[0]!r}"

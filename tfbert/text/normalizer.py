@@ -5,6 +5,7 @@ import collections
 import tensorflow as tf
 
 from tfbert.text.char_table import (
+    BMP_SIZE,
     CASE_IGNORABLE,
     CASED,
     IDENTITY,
@@ -14,7 +15,6 @@ from tfbert.text.char_table import (
     build_char_table,
     build_nfc_tables,
     resolve_bmp,
-    BMP_SIZE,
 )
 
 CAPITAL_SIGMA = 0x3A3
@@ -38,9 +38,10 @@ class BertNormalizer:
     """Cleans, (lower-cases and strips accents), splits text into words.
 
     Exactly the reference BasicTokenizer, as core TF ops: a per-codepoint
-    table from `char_table.py` applied with `searchsorted` + `gather`, plus
-    the one context rule of `str.lower` (final sigma). Keeps, for every
-    output character, the input character it came from, for offsets.
+    table from `char_table.py` (a dense `gather` for the BMP, `searchsorted`
+    over ranges beyond), plus the context rules no table can hold: final
+    sigma of `str.lower` (uncased) and NFC composition (cased). `split_words`
+    keeps, for every output character, the input bytes it came from.
 
     Example:
     >>> words = BertNormalizer(lower_case=True).split_words(tf.constant(["Héllo, WORLD"]))
@@ -92,15 +93,9 @@ class BertNormalizer:
         char_row = codepoints.value_rowids()
         char_start = char_starts.values
         char_limit = char_start + utf8_length(cps)
-        if self.lower_case:
-            cps = tf.cond(
-                tf.reduce_any(tf.equal(cps, CAPITAL_SIGMA)),
-                lambda: self._final_sigma(cps, char_row),
-                lambda: cps,
-            )
-
-        if not self.lower_case:
-            cps, char_row, char_start, char_limit = self._nfc(cps, char_row, char_start, char_limit)
+        cps, char_row, char_start, char_limit = self._context_rules(
+            cps, char_row, char_start, char_limit
+        )
 
         # Normalize: every codepoint -> 0..width output codepoints.
         out_cps, origin = self._table.expand(cps)
@@ -163,15 +158,8 @@ class BertNormalizer:
         codepoints = tf.strings.unicode_decode(strings, "UTF-8", errors="ignore")
         cps = codepoints.values
         char_row = codepoints.value_rowids()
-        if self.lower_case:
-            cps = tf.cond(
-                tf.reduce_any(tf.equal(cps, CAPITAL_SIGMA)),
-                lambda: self._final_sigma(cps, char_row),
-                lambda: cps,
-            )
-        else:
-            zeros = tf.zeros_like(char_row)
-            cps, char_row, _, _ = self._nfc(cps, char_row, zeros, zeros)
+        zeros = tf.zeros_like(char_row)
+        cps, char_row, _, _ = self._context_rules(cps, char_row, zeros, zeros)
         out_cps, origin = self._table.expand(cps)
         out = tf.RaggedTensor.from_value_rowids(
             out_cps, tf.gather(char_row, origin), nrows=tf.shape(strings, out_type=tf.int64)[0]
@@ -182,6 +170,18 @@ class BertNormalizer:
         """tf.string RaggedTensor `[batch, (words)]` of normalized words."""
         words = self.split_words(strings)
         return tf.RaggedTensor.from_row_lengths(words.word_strings, words.words_per_string)
+
+    def _context_rules(self, cps, char_row, char_start, char_limit):
+        """The steps that look beyond one character: final sigma (uncased)
+        or NFC composition (cased). Returns the four arrays updated."""
+        if self.lower_case:
+            cps = tf.cond(
+                tf.reduce_any(tf.equal(cps, CAPITAL_SIGMA)),
+                lambda: self._final_sigma(cps, char_row),
+                lambda: cps,
+            )
+            return cps, char_row, char_start, char_limit
+        return self._nfc(cps, char_row, char_start, char_limit)
 
     def _nfc(self, cps, char_row, char_start, char_limit):
         """Unicode NFC, as the cased reference applies it after cleaning:

@@ -58,11 +58,11 @@ class BertTokenizer(keras.layers.Layer):
             token_out_type=tf.int32,
             unknown_token="[UNK]",
             no_pretokenization=True,
-            support_detokenization=True,
+            support_detokenization=False,
         )
         self._id_to_token = tf.constant(self.vocab.tokens)
 
-    # --- graph pieces ---
+    # === Tokenization ===
 
     def tokenize_with_offsets(self, strings):
         """`(ids, starts, limits)`: int32 RaggedTensors `[batch, (words), (wordpieces)]`.
@@ -70,7 +70,6 @@ class BertTokenizer(keras.layers.Layer):
         `starts`/`limits` are byte offsets of each wordpiece in the original
         string (through lower-casing, accent stripping and cleaning).
         """
-
         words = self.normalizer.split_words(strings)
         word_strings = words.word_strings
         word_cps = words.word_codepoints.values
@@ -147,7 +146,7 @@ class BertTokenizer(keras.layers.Layer):
         )
         return tf.concat([ids, unk], axis=1)
 
-    # --- tokens as strings ---
+    # === Tokens as strings ===
 
     def id_to_token(self, ids):
         """Token strings of int ids (any shape, dense or ragged)."""

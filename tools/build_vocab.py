@@ -2,33 +2,58 @@
 
     python tools/build_vocab.py --input_files='corpus/*.txt' \
         --output_file=vocab.txt --vocab_size=30522 --lower_case=true
+    python tools/build_vocab.py --config=vocab.yaml --set vocab_size=8000
 
-One text per line. Words are split exactly like `tfbert.text.BertTokenizer`
-(so the vocab fits it); WordPiece learning is tf-text's. The special tokens
-[PAD] [UNK] [CLS] [SEP] [MASK] get ids 0..4.
+One text per line; `input_files` is a comma-separated list of files or globs.
+Words are split exactly like `tfbert.text.BertTokenizer` (so the vocab fits
+it); WordPiece learning is tf-text's. The special tokens [PAD] [UNK] [CLS]
+[SEP] [MASK] get ids 0..4.
 """
 
+import dataclasses
 import glob
 import os
 import sys
 
 from absl import app, flags
 
+from tfbert import experiment
+
+
+@dataclasses.dataclass
+class BuildVocabConfig:
+    input_files: str = ""
+    output_file: str = ""
+    vocab_size: int = 30522
+    lower_case: bool = True
+    max_unique_chars: int = 1000
+    max_lines: int = 0  # 0: read everything
+
+
+flags.DEFINE_string("config", None, "YAML file with BuildVocabConfig fields.")
+flags.DEFINE_multi_string("set", [], "Overrides, key=value (YAML values).")
+for _field in dataclasses.fields(BuildVocabConfig):
+    _define = {bool: flags.DEFINE_boolean, int: flags.DEFINE_integer,
+               str: flags.DEFINE_string}[_field.type]
+    _define(_field.name, None, f"BuildVocabConfig.{_field.name} (default {_field.default!r}).")
 FLAGS = flags.FLAGS
-flags.DEFINE_list("input_files", None, "Text files or globs, one text per line.")
-flags.DEFINE_string("output_file", None, "Where to write vocab.txt.")
-flags.DEFINE_integer("vocab_size", 30522, "Target (maximum) vocabulary size.")
-flags.DEFINE_bool("lower_case", True, "Uncased vocab (lower-case + strip accents).")
-flags.DEFINE_integer("max_unique_chars", 1000, "Largest alphabet of single characters.")
-flags.DEFINE_integer("max_lines", 0, "Read at most this many lines (0: all).")
+
+
+def config_from_flags():
+    overrides = experiment.parse_overrides(FLAGS.set)
+    for field in dataclasses.fields(BuildVocabConfig):
+        value = getattr(FLAGS, field.name)
+        if value is not None:
+            overrides[field.name] = value
+    return experiment.load(BuildVocabConfig, FLAGS.config, overrides)
 
 
 def resolve(patterns):
     paths = []
-    for pattern in patterns:
+    for pattern in [p.strip() for p in patterns.split(",") if p.strip()]:
         matched = sorted(glob.glob(pattern))
         if not matched:
-            raise FileNotFoundError(f"--input_files: no file matches {pattern!r}.")
+            raise FileNotFoundError(f"input_files: no file matches {pattern!r}.")
         paths.extend(matched)
     return paths
 
@@ -46,26 +71,34 @@ def read_lines(paths, max_lines=0):
                         return
 
 
-def main(argv):
-    del argv
-    if not FLAGS.input_files or not FLAGS.output_file:
-        raise app.UsageError("--input_files and --output_file are required.")
-    paths = resolve(FLAGS.input_files)  # fail fast, before importing TensorFlow
+def run(cfg):
+    if not cfg.input_files or not cfg.output_file:
+        raise ValueError("input_files and output_file are required.")
+    paths = resolve(cfg.input_files)  # fail fast, before importing TensorFlow
     from tfbert.text.vocab import learn_vocab
 
     tokens = learn_vocab(
-        read_lines(paths, FLAGS.max_lines),
-        FLAGS.vocab_size,
-        lower_case=FLAGS.lower_case,
-        max_unique_chars=FLAGS.max_unique_chars,
+        read_lines(paths, cfg.max_lines),
+        cfg.vocab_size,
+        lower_case=cfg.lower_case,
+        max_unique_chars=cfg.max_unique_chars,
     )
-    out_dir = os.path.dirname(os.path.abspath(FLAGS.output_file))
-    os.makedirs(out_dir, exist_ok=True)
-    tmp = FLAGS.output_file + ".tmp"
+    os.makedirs(os.path.dirname(os.path.abspath(cfg.output_file)), exist_ok=True)
+    tmp = cfg.output_file + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         f.write("\n".join(tokens) + "\n")
-    os.replace(tmp, FLAGS.output_file)
-    print(f"Wrote {len(tokens)} tokens to {FLAGS.output_file}", file=sys.stderr)
+    os.replace(tmp, cfg.output_file)
+    print(f"Wrote {len(tokens)} tokens to {cfg.output_file}", file=sys.stderr)
+    return tokens
+
+
+def main(argv):
+    del argv
+    try:
+        run(config_from_flags())
+    except (ValueError, FileNotFoundError) as e:
+        print(f"build_vocab: {e}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -48,17 +48,19 @@ def test_build_vocab_tool(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
     out = tmp_path / "vocab" / "vocab.txt"
+    config = tmp_path / "vocab.yaml"
+    config.write_text(f"input_files: {corpus}\nvocab_size: 500\nlower_case: true\n")
     result = subprocess.run(
-        [sys.executable, os.path.join(REPO, "tools", "build_vocab.py"),
-         f"--input_files={corpus}", f"--output_file={out}", "--vocab_size=60", "--lower_case=true"],
+        [sys.executable, os.path.join(REPO, "tools", "build_vocab.py"), f"--config={config}",
+         f"--output_file={out}", "--set", "vocab_size=60"],
         capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
     )
     assert result.returncode == 0, result.stderr[-2000:]
     vocab = load_vocab(str(out))
-    assert vocab.cls_id == 2 and "the" in vocab.tokens
+    assert vocab.cls_id == 2 and "the" in vocab.tokens and vocab.vocab_size <= 65
     bad = subprocess.run(
         [sys.executable, os.path.join(REPO, "tools", "build_vocab.py"),
          f"--input_files={tmp_path / 'missing*.txt'}", f"--output_file={out}"],
         capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
     )
-    assert bad.returncode != 0 and "no file matches" in bad.stderr
+    assert bad.returncode == 1 and "no file matches" in bad.stderr

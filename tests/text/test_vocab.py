@@ -57,7 +57,7 @@ def test_build_vocab_tool(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-2000:]
     vocab = load_vocab(str(out))
-    assert vocab.cls_id == 2 and "the" in vocab.tokens and vocab.vocab_size <= 65
+    assert vocab.cls_id == 2 and "the" in vocab.tokens and vocab.vocab_size < 100  # --set beat the YAML 500
     bad = subprocess.run(
         [sys.executable, os.path.join(REPO, "tools", "build_vocab.py"),
          f"--input_files={tmp_path / 'missing*.txt'}", f"--output_file={out}"],

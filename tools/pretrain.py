@@ -148,6 +148,7 @@ def run(cfg):
     from tfbert.text.vocab import load_vocab
     from tfbert.train import callbacks as cb
     from tfbert.train.optimizer import create_optimizer
+    from tfbert.train.multi_worker import is_chief, with_auto_shard
     from tfbert.train.strategy import get_strategy
 
     validate(cfg)
@@ -176,6 +177,8 @@ def run(cfg):
         shuffle_buffer=cfg.shuffle_buffer, use_nsp=cfg.use_nsp,
         skip_batches=initial_epoch * cfg.steps_per_epoch,
     )
+    if cfg.distribution_strategy == "multi_worker_mirrored":
+        dataset = with_auto_shard(dataset, "DATA")
 
     with strategy.scope():
         model = build_model(cfg, vocab)
@@ -206,6 +209,8 @@ def run(cfg):
                         callbacks=callbacks, verbose=cfg.verbose)
     seconds = time.time() - start
     step = int(model.optimizer.iterations.numpy())
+    if not is_chief():
+        return {"step": step}
     out_dir = model.save_checkpoint(
         os.path.join(cfg.model_dir, "pretrained"), vocab_file, lower_case,
         source=f"tools/pretrain.py step {step}",

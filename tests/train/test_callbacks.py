@@ -31,7 +31,8 @@ def test_standard_set_and_resume_epoch(tmp_path):
     assert cb.resume_epoch(model_dir) == 0
     callbacks = cb.training_callbacks(model_dir, checkpoint_every_epochs=1)
     names = [type(c).__name__ for c in callbacks]
-    assert names[:3] == ["BackupAndRestore", "CSVLogger", "PeriodicCheckpoint"]
+    assert names[:3] == ["WorkerBackupAndRestore", "CSVLogger", "PeriodicCheckpoint"]
+    assert isinstance(callbacks[0], keras.callbacks.BackupAndRestore)
     model = small_model()
     model.fit(np.ones((4, 3)), np.zeros((4, 1)), epochs=3, verbose=0, callbacks=callbacks)
     assert cb.resume_epoch(model_dir) == 3

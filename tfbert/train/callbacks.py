@@ -89,22 +89,31 @@ def training_callbacks(model_dir, checkpoint_every_epochs=1, keep_checkpoints=3,
     """The standard callbacks for `model.fit` writing under `model_dir`.
 
     The progress bar is Keras' own (`fit(verbose=1)`), so it is not listed.
+    Under MultiWorkerMirroredStrategy only the chief writes logs and
+    checkpoints; the other workers get the backup (restore only).
 
     Example:
     >>> cbs = training_callbacks("/tmp/run", checkpoint_every_epochs=5)
     >>> [type(c).__name__ for c in cbs]
-    ['BackupAndRestore', 'CSVLogger', 'PeriodicCheckpoint', 'TensorBoard']
+    ['WorkerBackupAndRestore', 'CSVLogger', 'PeriodicCheckpoint', 'TensorBoard']
     """
+    from tfbert.train.multi_worker import WorkerBackupAndRestore, is_chief
+
     os.makedirs(model_dir, exist_ok=True)
+    # Every worker restores from the shared backup; only the chief writes it
+    # (WorkerBackupAndRestore is plain BackupAndRestore in a single process).
+    # Kept after training (delete_checkpoint=False): rerunning a finished
+    # run is a no-op instead of a silent restart from scratch.
+    backup = WorkerBackupAndRestore(
+        os.path.join(model_dir, BACKUP_DIR),
+        save_freq="epoch",
+        double_checkpoint=True,
+        delete_checkpoint=False,
+    )
+    if not is_chief():
+        return [backup]
     callbacks = [
-        # Kept after training (delete_checkpoint=False): rerunning a finished
-        # run is a no-op instead of a silent restart from scratch.
-        keras.callbacks.BackupAndRestore(
-            os.path.join(model_dir, BACKUP_DIR),
-            save_freq="epoch",
-            double_checkpoint=True,
-            delete_checkpoint=False,
-        ),
+        backup,
         keras.callbacks.CSVLogger(os.path.join(model_dir, LOG_FILE), append=True),
         PeriodicCheckpoint(
             os.path.join(model_dir, CHECKPOINT_DIR),

@@ -83,3 +83,16 @@ def test_layer_config_round_trip_and_graph_ops():
     graph = tf.function(lambda x, y: layer([x, y])).get_concrete_function(spec, spec).graph
     ops = {op.type for op in graph.get_operations()}
     assert not any("Trim" in op or "TFText" in op for op in ops), ops
+
+
+def test_tokenizer_and_packer_in_a_functional_model():
+    import keras
+
+    from tfbert.text import BertTokenizer
+
+    tokenizer = BertTokenizer(vocabulary=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"])
+    text = keras.Input(shape=(), dtype="string")
+    packed = BertPackInputs(seq_length=6, start_of_sequence_id=2, end_of_segment_id=3)([tokenizer(text)])
+    model = keras.Model(text, packed)
+    out = model(tf.constant(["hi hi", "x"]))
+    assert out["input_word_ids"].numpy().tolist() == [[2, 5, 5, 3, 0, 0], [2, 1, 3, 0, 0, 0]]

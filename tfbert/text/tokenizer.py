@@ -50,11 +50,11 @@ class BertTokenizer(keras.layers.Layer):
 
         # === WordPiece ===
         # Words are split by our table, so the tokenizer only does WordPiece.
-        # 4 bytes per character: the 100-character limit is applied by us.
+        # Over 4 bytes per character: the 100-character limit is applied by us.
         self._wordpiece = tf_text.FastWordpieceTokenizer(
             vocab=self.vocab.tokens,
             suffix_indicator="##",
-            max_bytes_per_word=4 * MAX_CHARS_PER_WORD,
+            max_bytes_per_word=4 * MAX_CHARS_PER_WORD + 4,
             token_out_type=tf.int32,
             unknown_token="[UNK]",
             no_pretokenization=True,

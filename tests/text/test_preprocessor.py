@@ -96,6 +96,9 @@ def test_from_pretrained(uncased_vocab_file, tmp_path):
     assert pre.lower_case is False and pre.max_seq_length == 64
     with pytest.raises(FileNotFoundError, match="config.json"):
         BertPreprocessor.from_pretrained(str(tmp_path / "missing"))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert"}))  # a HF dir
+    with pytest.raises(ValueError, match="not a tfbert checkpoint"):
+        BertPreprocessor.from_pretrained(str(tmp_path))
 
 
 def test_bad_seq_length(uncased_vocab_file):

@@ -78,6 +78,12 @@ class BertPreprocessor(keras.layers.Layer):
                 meta = json.load(f)
         except json.JSONDecodeError as e:
             raise ValueError(f"{config_path}: not valid JSON: {e}") from None
+        if not isinstance(meta, dict) or meta.get("format") != "tfbert-checkpoint":
+            # E.g. a Hugging Face directory: its lower-casing would be guessed.
+            raise ValueError(
+                f"{config_path}: not a tfbert checkpoint config (no format='tfbert-checkpoint'); "
+                "convert it first with tools/convert_checkpoint.py."
+            )
         kwargs.setdefault("lower_case", bool(meta.get("lower_case", True)))
         max_positions = (meta.get("encoder") or {}).get("max_position_embeddings")
         if max_positions:

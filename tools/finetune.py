@@ -30,7 +30,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app, flags
+from absl import app, flags, logging
 
 from tfbert import experiment
 from tfbert.tasks.classification import ClassificationConfig, ClassificationTask
@@ -104,6 +104,7 @@ def grid_settings(cfg):
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    logging.set_verbosity(logging.WARNING)  # TF's INFO lines about SavedModel internals
     try:
         cfg = load_config()
         config_cls, make_task = TASKS[FLAGS.task]

@@ -64,3 +64,16 @@ def test_bad_config_and_data_are_clear_errors(tmp_path, uncased_vocab_file):
     assert proc.returncode == 1, proc.stderr[-2000:]
     assert f"{dev}, line 3: label 'neutral' is not in the label list" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_mirrored_strategy_on_two_cpu_devices(tmp_path, uncased_vocab_file):
+    proc = run_tool("--task=tagging", "--config=configs/finetune_tiny_ner.yaml",
+                    f"--model_dir={tmp_path}", f"--set=vocab_file={uncased_vocab_file}",
+                    "--distribution_strategy=mirrored", "--set=num_devices=2",
+                    "--set=train.epochs=1", "--set=train.steps_per_epoch=5",
+                    "--set=train.verbose=0")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "XLA is off for a multi-replica strategy on CPU" in proc.stdout
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert os.path.isfile(os.path.join(summary["export_dir"], "saved_model.pb"))

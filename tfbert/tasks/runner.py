@@ -120,6 +120,16 @@ def build_encoder_and_preprocessor(init_checkpoint=None, encoder_config=None, vo
     return encoder, preprocessor
 
 
+def use_xla(train, strategy):
+    """`train.jit_compile`, except across logical CPU devices, where XLA cannot
+    reach variables on another device (TF's XLA known issues); GPUs keep XLA."""
+    if (train.jit_compile and strategy.num_replicas_in_sync > 1
+            and not tf.config.list_logical_devices("GPU")):
+        print("finetune: XLA is off for a multi-replica strategy on CPU devices.", flush=True)
+        return False
+    return train.jit_compile
+
+
 def finetune(task, train, model_dir, init_checkpoint=None, encoder_config=None, vocab_file=None,
              lower_case=True, strategy=None, export_dir=None):
     """Fine-tunes `task` and returns a `FinetuneResult` (best weights loaded).
@@ -129,6 +139,7 @@ def finetune(task, train, model_dir, init_checkpoint=None, encoder_config=None, 
     if isinstance(train, dict):
         train = TrainConfig(**train)
     strategy = strategy or tf.distribute.get_strategy()
+    train = dataclasses.replace(train, jit_compile=use_xla(train, strategy))
     keras.utils.set_random_seed(train.seed)
     os.makedirs(model_dir, exist_ok=True)
     start = time.perf_counter()

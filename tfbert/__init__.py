@@ -1,8 +1,14 @@
-"""tfbert: BERT for TensorFlow/Keras 3, from raw text to a served model."""
+"""tfbert: BERT for TensorFlow/Keras 3, from raw text to a served model.
 
+Top level: `BertConfig`, `BertEncoder`, `BertPreprocessor`, and the
+converters in `tfbert.convert` (`from_huggingface`, `from_google`).
+"""
+
+from tfbert import convert
 from tfbert.config import BertConfig
 from tfbert.encoder import BertEncoder
+from tfbert.text.preprocessor import BertPreprocessor
 
 __version__ = "0.1.0"
 
-__all__ = ["BertConfig", "BertEncoder"]
+__all__ = ["BertConfig", "BertEncoder", "BertPreprocessor", "convert"]

@@ -1,4 +1,16 @@
-"""TFLite export: the encoder alone (TFLite builtin ops only)."""
+"""TFLite export: the encoder alone (TFLite builtin ops only), and models
+that take strings (builtins plus the two tf-text tokenizer custom ops).
+
+TFLite has no string ops besides tf-text's tokenizer kernels, so the
+strings-in path tokenizes with tf-text's `FastBertTokenizer`
+(`FastBertNormalize` + `FastWordpieceTokenizeWithOffsets`) instead of
+tfbert's reference-exact normalizer (which needs core string ops). Its ids
+equal the reference tokenizer on ordinary text and differ on some non-ASCII
+text; `tests/export/test_tflite_text.py` measures the agreement on the parity
+corpus. Packing is tfbert's dense core-op packer in both paths. Load with
+`ai_edge_litert.interpreter.InterpreterWithCustomOps(
+custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)`.
+"""
 
 import os
 import tempfile
@@ -7,6 +19,7 @@ import keras
 import tensorflow as tf
 
 from tfbert.encoder import INPUT_NAMES
+from tfbert.text.packer import pack_inputs
 
 QUANTIZATIONS = (None, "dynamic_range", "float16")
 
@@ -18,10 +31,8 @@ def export_encoder_tflite(encoder, output_path, seq_length=128, quantization=Non
     `quantization`: None (float32), "dynamic_range" (int8 weights) or
     "float16" (half-precision weights).
 
-    The conversion goes through a SavedModel written by Keras' ExportArchive:
-    converting concrete functions directly leaves the weights uninitialised
-    (NaN outputs) in this TF version. The sequence length is static so no
-    run-time length check (an Assert, not a TFLite builtin) enters the graph.
+    The sequence length is static, so no run-time length check (an Assert,
+    not a TFLite builtin) enters the graph.
 
     Example:
     >>> import tempfile, tfbert
@@ -43,22 +54,90 @@ def export_encoder_tflite(encoder, output_path, seq_length=128, quantization=Non
         out = encoder(dict(inputs), training=False)
         return {"sequence_output": out["sequence_output"], "pooled_output": out["pooled_output"]}
 
+    flatbuffer = _convert([encoder], serve, [spec], quantization, custom_ops=False)
+    write_file_atomically(output_path, flatbuffer)
+    return output_path
+
+
+def tflite_tokenizer(preprocessor):
+    """tf-text's `FastBertTokenizer` with the preprocessor's vocab and casing:
+    the tokenizer a TFLite graph can hold."""
+    import tensorflow_text as tf_text
+
+    return tf_text.FastBertTokenizer(
+        vocab=list(preprocessor.vocab.tokens),
+        suffix_indicator="##",
+        max_bytes_per_word=100,  # the reference's max_input_chars_per_word
+        token_out_type=tf.int32,
+        unknown_token="[UNK]",
+        lower_case_nfd_strip_accents=preprocessor.lower_case,
+    )
+
+
+def export_text_tflite(preprocessor, model, output_path, output_names=None,
+                       quantization=None):
+    """Converts strings -> `preprocessor` packing -> `model` to a `.tflite`
+    file with one signature `serve(text)` (tf.string `[batch]`); returns
+    `output_path`.
+
+    `model` takes the three encoder inputs (a `BertEncoder` or a task model)
+    and returns a dict; `output_names` picks its outputs (default: all
+    tensors). `input_word_ids` is always returned too, so callers can check
+    what the TFLite tokenizer produced.
+
+    Example:
+    >>> import tempfile, tfbert  # doctest: +SKIP
+    >>> pre = tfbert.BertPreprocessor.from_pretrained("ckpt", seq_length=64)  # doctest: +SKIP
+    >>> export_text_tflite(pre, tfbert.BertEncoder.from_pretrained("ckpt"), "e2e.tflite",
+    ...                    output_names=["pooled_output"])  # doctest: +SKIP
+    """
+    if quantization not in QUANTIZATIONS:
+        raise ValueError(f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}.")
+    tokenizer = tflite_tokenizer(preprocessor)
+    special = preprocessor.vocab
+
+    def serve(text):
+        packed = pack_inputs(
+            [tokenizer.tokenize(text)],
+            preprocessor.seq_length,
+            start_of_sequence_id=special.cls_id,
+            end_of_segment_id=special.sep_id,
+            padding_id=special.pad_id,
+            truncation=preprocessor.truncation,
+        )
+        outputs = model(packed, training=False)
+        names = output_names or [k for k, v in outputs.items() if tf.is_tensor(v)]
+        result = {name: outputs[name] for name in names}
+        result["input_word_ids"] = packed["input_word_ids"]
+        return result
+
+    spec = tf.TensorSpec([None], tf.string, name="text")
+    flatbuffer = _convert([model], serve, [spec], quantization, custom_ops=True)
+    write_file_atomically(output_path, flatbuffer)
+    return output_path
+
+
+def _convert(tracked, serve, input_signature, quantization, custom_ops):
+    # Through a SavedModel written by ExportArchive: converting concrete
+    # functions directly leaves the weights uninitialised (NaN outputs).
     with tempfile.TemporaryDirectory() as saved_model_dir:
         archive = keras.export.ExportArchive()
-        archive.track(encoder)
-        archive.add_endpoint("serve", serve, input_signature=[spec])
+        for obj in tracked:
+            archive.track(obj)
+        archive.add_endpoint("serve", serve, input_signature=input_signature)
         archive.write_out(saved_model_dir, verbose=False)
         converter = tf.lite.TFLiteConverter.from_saved_model(
             saved_model_dir, signature_keys=["serve"]
         )
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+        # Only the tf-text tokenizer kernels may be custom ops; anything else
+        # unsupported still fails the conversion (no Flex delegate ships).
+        converter.allow_custom_ops = custom_ops
         if quantization is not None:
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
         if quantization == "float16":
             converter.target_spec.supported_types = [tf.float16]
-        flatbuffer = converter.convert()
-    write_file_atomically(output_path, flatbuffer)
-    return output_path
+        return converter.convert()
 
 
 def write_file_atomically(path, data):

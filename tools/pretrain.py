@@ -38,6 +38,7 @@ class PretrainConfig:
     lower_case: bool = True
     use_nsp: bool = True
     masking_strategy: str = "token"  # token | whole_word | span
+    span_boundary_objective: bool = False  # SpanBERT's SBO; needs masking_strategy: span
     masked_lm_prob: float = 0.15
     max_predictions_per_seq: int = 20
     dynamic_masking: bool = True  # False: use masks stored by create_pretraining_data
@@ -109,6 +110,8 @@ def validate(cfg):
                          f"got {cfg.mixed_precision!r}.")
     if cfg.num_train_steps < 1 or cfg.steps_per_epoch < 1 or cfg.batch_size < 1:
         raise ValueError("num_train_steps, steps_per_epoch and batch_size must be >= 1.")
+    if cfg.span_boundary_objective and (cfg.masking_strategy != "span" or not cfg.dynamic_masking):
+        raise ValueError("span_boundary_objective needs masking_strategy: span with dynamic_masking.")
     if cfg.num_train_steps % cfg.steps_per_epoch:
         raise ValueError(
             f"num_train_steps ({cfg.num_train_steps}) must be a multiple of "
@@ -123,13 +126,14 @@ def build_model(cfg, vocab):
 
     if cfg.init_checkpoint:
         model = BertPretrainer.from_checkpoint(
-            cfg.init_checkpoint, use_nsp=cfg.use_nsp,
+            cfg.init_checkpoint, use_nsp=cfg.use_nsp, use_sbo=cfg.span_boundary_objective,
             config_overrides=cfg.encoder_overrides or None,
         )
     else:
         config = BertConfig.from_preset(cfg.preset, **{"vocab_size": vocab.vocab_size,
                                                       **cfg.encoder_overrides})
-        model = BertPretrainer(BertEncoder(config), use_nsp=cfg.use_nsp)
+        model = BertPretrainer(BertEncoder(config), use_nsp=cfg.use_nsp,
+                               use_sbo=cfg.span_boundary_objective)
     if model.config.vocab_size != vocab.vocab_size:
         raise ValueError(
             f"The model has vocab_size {model.config.vocab_size} but the vocabulary "

@@ -175,3 +175,39 @@ def test_mlm_model_has_the_tf_hub_signature(model):
     assert {"sequence_output", "pooled_output", "default", "encoder_outputs", "mlm_logits"} <= set(out)
     np.testing.assert_allclose(out["mlm_logits"], model(x)["mlm_logits"], atol=1e-5)
     assert len(mlm.weights) == len(model.weights) - 2  # all but the NSP head, shared
+
+
+def test_span_boundary_objective(tiny_config, tmp_path, uncased_vocab_file):
+    from tfbert.text.masking import MaskedLMMasker
+
+    model = BertPretrainer(BertEncoder(tiny_config.replace(vocab_size=VOCAB)), use_nsp=False,
+                           use_sbo=True)
+    masker = MaskedLMMasker(vocab_size=VOCAB, mask_id=4, special_ids=[0, 2, 3], max_predictions=6,
+                            strategy="span")
+    x, y = make_batch(batch=8, seq=24)
+    masked = masker(x["input_word_ids"], seed=[1, 1])
+    x = dict(x, **{k: v for k, v in masked.items() if k.startswith("masked_lm_") and k not in y})
+    x["input_word_ids"] = masked["input_word_ids"]
+    y = {"masked_lm_ids": masked["masked_lm_ids"], "masked_lm_weights": masked["masked_lm_weights"]}
+    pred = model(x)
+    assert pred["sbo_logits"].shape == (8, 6, VOCAB)
+    w = y["masked_lm_weights"].numpy()
+
+    def ce(logits):
+        per = keras.losses.sparse_categorical_crossentropy(y["masked_lm_ids"], logits, from_logits=True)
+        return float((per.numpy() * w).sum() / w.sum())
+
+    loss = float(model.compute_loss(x, y, pred))
+    assert loss == pytest.approx(ce(pred["mlm_logits"]) + ce(pred["sbo_logits"]), rel=1e-5)
+    assert sorted(model.head_weights()["sbo"]) == [
+        "layer_norm_1/beta", "layer_norm_1/gamma", "layer_norm_2/beta", "layer_norm_2/gamma",
+        "output_bias", "position_embeddings", "transform_1/bias", "transform_1/kernel",
+        "transform_2/bias", "transform_2/kernel",
+    ]
+    model.compile(optimizer=create_optimizer(1e-3, num_train_steps=10), jit_compile=True)
+    logs = model.fit(tf.data.Dataset.from_tensors((x, y)).repeat(), steps_per_epoch=3,
+                     verbose=0).history
+    assert "sbo_loss" in logs and np.isfinite(logs["loss"][0])
+    model.save_checkpoint(str(tmp_path / "sbo"), uncased_vocab_file, lower_case=True)
+    loaded = BertPretrainer.from_checkpoint(str(tmp_path / "sbo"), use_nsp=False, use_sbo=True)
+    np.testing.assert_allclose(loaded(x)["sbo_logits"], model(x)["sbo_logits"], atol=1e-5)

@@ -136,3 +136,22 @@ def test_bad_arguments_and_vocab_without_mask(tmp_path, vocab):
     assert str(bad) in str(e.value)
     with pytest.raises(ValueError, match=r"\[batch, seq\]"):
         MaskedLMMasker.from_vocab(vocab)(tf.constant([1, 2, 3]), seed=[0, 0])
+
+
+def test_span_boundaries_surround_each_span(vocab):
+    masker = MaskedLMMasker.from_vocab(vocab, max_predictions=40, strategy="span")
+    ids = packed_batch(vocab, batch=64)
+    out = {k: v.numpy() for k, v in masker(ids, seed=[8, 9]).items()}
+    w = out["masked_lm_weights"] > 0
+    chosen = np.zeros_like(ids, bool)
+    chosen[np.nonzero(w)[0], out["masked_lm_positions"][w]] = True
+    for row, col in zip(*np.nonzero(w)):
+        pos = out["masked_lm_positions"][row, col]
+        left = out["masked_lm_span_left"][row, col]
+        right = out["masked_lm_span_right"][row, col]
+        assert left < pos < right or (pos == ids.shape[1] - 1 == right)
+        assert not chosen[row, left] and (right == ids.shape[1] - 1 or not chosen[row, right])
+        assert chosen[row, left + 1:right].all()
+        assert out["masked_lm_span_offset"][row, col] == pos - left - 1
+    assert (out["masked_lm_span_left"][~w] == 0).all()
+    assert "masked_lm_span_left" not in MaskedLMMasker.from_vocab(vocab)(ids[:2], seed=[0, 0])

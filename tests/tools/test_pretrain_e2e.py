@@ -122,3 +122,22 @@ def test_killed_run_resumes_without_repeating_or_skipping(records, tmp_path):
     assert summary["step"] == 120
     assert summary["first_epoch_run_now"] == len(done_before)
     assert summary["epochs_run_now"] == 6 - len(done_before)
+
+
+@pytest.mark.slow
+def test_span_masking_with_boundary_objective_mlm_only(records, tmp_path):
+    model_dir = tmp_path / "span"
+    result = subprocess.run(
+        pretrain_flags(records, model_dir, 40, 20, "--masking_strategy=span", "--nouse_nsp",
+                       "--set", "span_boundary_objective=true",
+                       "--set", "encoder_overrides.num_layers=1"),
+        env=ENV, timeout=600, capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = read_log(model_dir)
+    assert float(rows[-1]["sbo_loss"]) < float(rows[0]["sbo_loss"])
+    assert "nsp_loss" not in rows[0]
+    from tfbert import checkpoint
+
+    ckpt = checkpoint.read_checkpoint(str(model_dir / "pretrained"))
+    assert ckpt.prefixed_weights("sbo") and not ckpt.prefixed_weights("nsp")

@@ -393,6 +393,8 @@ def pretraining_dataset(
             f.update(masker(f["input_word_ids"], seed=tf.stack([tf.cast(seed, tf.int64), step])))
         x = {k: f[k] for k in ("input_word_ids", "input_mask", "input_type_ids",
                                "masked_lm_positions")}
+        # Span masking also gives the span boundary objective's inputs.
+        x.update({k: v for k, v in f.items() if k.startswith("masked_lm_span_")})
         y = {"masked_lm_ids": f["masked_lm_ids"], "masked_lm_weights": f["masked_lm_weights"]}
         if use_nsp:
             y["next_sentence_labels"] = f["next_sentence_labels"][:, 0]

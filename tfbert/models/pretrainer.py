@@ -8,9 +8,12 @@ from keras import ops
 from tfbert.encoder import INPUT_NAMES, BertEncoder
 from tfbert.layers.mlm_head import MaskedLMHead
 from tfbert.layers.nsp_head import NextSentenceHead
+from tfbert.layers.span_boundary_head import SpanBoundaryHead
 
 MLM_HEAD = "mlm"
 NSP_HEAD = "nsp"
+SBO_HEAD = "sbo"
+SPAN_INPUTS = ("masked_lm_span_left", "masked_lm_span_right", "masked_lm_span_offset")
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
@@ -30,6 +33,11 @@ class BertPretrainer(keras.Model):
 
     The MLM decoder is the encoder's word-embedding variable itself (tied).
 
+    `use_sbo=True` adds SpanBERT's span boundary objective: inputs
+    `masked_lm_span_left/right/offset` (from `MaskedLMMasker(strategy="span")`),
+    output `sbo_logits`, and its cross-entropy over the same real predictions
+    is added to the loss (metric `sbo_loss`).
+
     Example:
     >>> from tfbert import BertConfig
     >>> encoder = BertEncoder(BertConfig.from_preset("tiny", vocab_size=100))
@@ -42,7 +50,7 @@ class BertPretrainer(keras.Model):
     (TensorShape([1, 2, 100]), TensorShape([1, 2]))
     """
 
-    def __init__(self, encoder, use_nsp=True, **kwargs):
+    def __init__(self, encoder, use_nsp=True, use_sbo=False, **kwargs):
         if isinstance(encoder, dict):
             encoder = keras.saving.deserialize_keras_object(encoder)
         super().__init__(**kwargs)
@@ -51,6 +59,7 @@ class BertPretrainer(keras.Model):
         # === Layers ===
         self.encoder = encoder
         self.use_nsp = use_nsp
+        self.use_sbo = use_sbo
         # Heads are built here, outside any name scope, so their variable
         # paths are exactly `mlm/...` and `nsp/...` (the checkpoint names).
         self.mlm_head = MaskedLMHead(
@@ -76,9 +85,24 @@ class BertPretrainer(keras.Model):
             )
             self.nsp_head.build((None, config.hidden_size))
 
+        self.sbo_head = None
+        if use_sbo:
+            self.sbo_head = SpanBoundaryHead(
+                encoder.embeddings.word_embeddings,
+                hidden_size=config.hidden_size,
+                hidden_act=config.hidden_act,
+                initializer_range=config.initializer_range,
+                layer_norm_eps=config.layer_norm_eps,
+                dtype=encoder.dtype_policy,
+                name=SBO_HEAD,
+            )
+            self.sbo_head.build()
+
         # === Metrics ===
         self.mlm_loss_tracker = keras.metrics.Mean(name="mlm_loss")
         self.mlm_accuracy = keras.metrics.Mean(name="mlm_accuracy")
+        if use_sbo:
+            self.sbo_loss_tracker = keras.metrics.Mean(name="sbo_loss")
         if use_nsp:
             self.nsp_loss_tracker = keras.metrics.Mean(name="nsp_loss")
             self.nsp_accuracy = keras.metrics.Mean(name="nsp_accuracy")
@@ -95,6 +119,10 @@ class BertPretrainer(keras.Model):
         }
         if self.use_nsp:
             result["nsp_logits"] = self.nsp_head(outputs["pooled_output"])
+        if self.use_sbo:
+            result["sbo_logits"] = self.sbo_head(
+                outputs["sequence_output"], *(inputs[name] for name in SPAN_INPUTS)
+            )
         return result
 
     def mlm_model(self):
@@ -112,25 +140,30 @@ class BertPretrainer(keras.Model):
         return keras.Model(inputs, outputs, name="mlm")
 
     # -- Losses and metrics ------------------------------------------------
-    def _per_example_losses(self, y, y_pred):
+    def _objective_losses(self, y, y_pred):
+        """`{"mlm": ..., "sbo": ..., "nsp": ...}` scalar losses (present heads)."""
         weights = ops.cast(y["masked_lm_weights"], "float32")
-        mlm_ce = keras.losses.sparse_categorical_crossentropy(
-            y["masked_lm_ids"], y_pred["mlm_logits"], from_logits=True
-        )
-        # Mean over real predictions only; padding positions weigh 0.
-        mlm_loss = ops.sum(mlm_ce * weights) / ops.maximum(ops.sum(weights), 1.0)
-        nsp_loss = None
+
+        def masked_token_loss(logits):
+            ce = keras.losses.sparse_categorical_crossentropy(
+                y["masked_lm_ids"], logits, from_logits=True
+            )
+            # Mean over real predictions only; padding positions weigh 0.
+            return ops.sum(ce * weights) / ops.maximum(ops.sum(weights), 1.0)
+
+        losses = {"mlm": masked_token_loss(y_pred["mlm_logits"])}
+        if self.use_sbo:
+            losses["sbo"] = masked_token_loss(y_pred["sbo_logits"])
         if self.use_nsp:
-            nsp_loss = ops.mean(
+            losses["nsp"] = ops.mean(
                 keras.losses.sparse_categorical_crossentropy(
                     y["next_sentence_labels"], y_pred["nsp_logits"], from_logits=True
                 )
             )
-        return mlm_loss, nsp_loss
+        return losses
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        mlm_loss, nsp_loss = self._per_example_losses(y, y_pred)
-        loss = mlm_loss if nsp_loss is None else mlm_loss + nsp_loss
+        loss = sum(self._objective_losses(y, y_pred).values())
         if self.losses:
             loss = loss + ops.sum(self.losses)
         # Keras sums replica gradients; scale each replica's mean loss down.
@@ -138,14 +171,16 @@ class BertPretrainer(keras.Model):
         return loss / replicas if replicas > 1 else loss
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
-        mlm_loss, nsp_loss = self._per_example_losses(y, y_pred)
+        losses = self._objective_losses(y, y_pred)
         weights = ops.cast(y["masked_lm_weights"], "float32")
         correct = ops.cast(
             ops.equal(ops.argmax(y_pred["mlm_logits"], axis=-1), ops.cast(y["masked_lm_ids"], "int64")),
             "float32",
         )
-        self.mlm_loss_tracker.update_state(mlm_loss)
+        self.mlm_loss_tracker.update_state(losses["mlm"])
         self.mlm_accuracy.update_state(correct, sample_weight=weights)
+        if self.use_sbo:
+            self.sbo_loss_tracker.update_state(losses["sbo"])
         if self.use_nsp:
             nsp_correct = ops.cast(
                 ops.equal(
@@ -154,26 +189,21 @@ class BertPretrainer(keras.Model):
                 ),
                 "float32",
             )
-            self.nsp_loss_tracker.update_state(nsp_loss)
+            self.nsp_loss_tracker.update_state(losses["nsp"])
             self.nsp_accuracy.update_state(nsp_correct)
         return self.get_metrics_result()
 
     # -- Named weights: the checkpoint hand-off ----------------------------
     def head_weights(self):
-        """`{"mlm": {name: array}, "nsp": {...}}` with the checkpoint names
-        (`transform/kernel`, ..., `output_bias`; `kernel`, `bias`)."""
-        heads = {MLM_HEAD: self.mlm_head}
-        if self.use_nsp:
-            heads[NSP_HEAD] = self.nsp_head
-        return {name: _own_weights(head) for name, head in heads.items()}
+        """`{"mlm": {name: array}, "nsp": {...}}` (and `"sbo"`) with the
+        checkpoint names (`transform/kernel`, ..., `output_bias`; `kernel`, `bias`)."""
+        return {name: _own_weights(head) for name, head in self._heads().items()}
 
     def set_head_weights(self, head_weights, source="weights"):
         """Assigns head weights from `{"mlm": {...}, "nsp": {...}}`; a head
         that is absent keeps its fresh initialization. Errors name the
         missing, unexpected or mis-shaped weight."""
-        heads = {MLM_HEAD: self.mlm_head}
-        if self.use_nsp:
-            heads[NSP_HEAD] = self.nsp_head
+        heads = self._heads()
         for name, weights in head_weights.items():
             if name not in heads:
                 continue
@@ -194,6 +224,10 @@ class BertPretrainer(keras.Model):
             for key, variable in variables.items():
                 variable.assign(np.asarray(weights[key], dtype=variable.dtype))
 
+    def _heads(self):
+        heads = {MLM_HEAD: self.mlm_head, NSP_HEAD: self.nsp_head, SBO_HEAD: self.sbo_head}
+        return {name: head for name, head in heads.items() if head is not None}
+
     def save_checkpoint(self, out_dir, vocab_file, lower_case, source="tfbert pretraining"):
         """Writes a tfbert checkpoint directory with encoder and head weights."""
         from tfbert import checkpoint
@@ -209,7 +243,8 @@ class BertPretrainer(keras.Model):
         )
 
     @classmethod
-    def from_checkpoint(cls, checkpoint_dir, use_nsp=True, dtype=None, config_overrides=None):
+    def from_checkpoint(cls, checkpoint_dir, use_nsp=True, use_sbo=False, dtype=None,
+                        config_overrides=None):
         """Encoder weights from a tfbert checkpoint dir; head weights too
         when the checkpoint has them (else fresh heads)."""
         from tfbert import checkpoint
@@ -218,8 +253,8 @@ class BertPretrainer(keras.Model):
         config = ckpt.config.replace(**config_overrides) if config_overrides else ckpt.config
         encoder = BertEncoder(config, dtype=dtype)
         encoder.set_named_weights(ckpt.encoder_weights(), source=ckpt.weights_path)
-        model = cls(encoder, use_nsp=use_nsp)
-        heads = {h: ckpt.prefixed_weights(h) for h in (MLM_HEAD, NSP_HEAD)}
+        model = cls(encoder, use_nsp=use_nsp, use_sbo=use_sbo)
+        heads = {h: ckpt.prefixed_weights(h) for h in (MLM_HEAD, NSP_HEAD, SBO_HEAD)}
         model.set_head_weights({h: w for h, w in heads.items() if w}, source=ckpt.weights_path)
         return model
 
@@ -227,6 +262,7 @@ class BertPretrainer(keras.Model):
         return {
             "encoder": keras.saving.serialize_keras_object(self.encoder),
             "use_nsp": self.use_nsp,
+            "use_sbo": self.use_sbo,
             "name": self.name,
         }
 

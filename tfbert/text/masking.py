@@ -32,7 +32,11 @@ class MaskedLMMasker:
     returns a dict of `input_word_ids` (corrupted ids), and `[batch,
     max_predictions]` `masked_lm_positions`, `masked_lm_ids` (original ids)
     and `masked_lm_weights` (1.0 for a real prediction, 0.0 for padding).
-    The same seed gives the same masks.
+    The same seed gives the same masks. With `strategy="span"` it also
+    returns `masked_lm_span_left`, `masked_lm_span_right` (positions of the
+    unmasked tokens around each prediction's span) and
+    `masked_lm_span_offset` (the prediction's index inside its span), the
+    inputs of the span boundary objective.
 
     Example:
     >>> masker = MaskedLMMasker(vocab_size=100, mask_id=4, special_ids=[0, 2, 3, 4],
@@ -177,11 +181,36 @@ class MaskedLMMasker:
         count = tf.reduce_sum(tf.cast(chosen, tf.int32), axis=1)
         weights = tf.cast(tf.range(k)[None, :] < count[:, None], tf.float32)
         labels = tf.gather(ids, positions, batch_dims=1) * tf.cast(weights, tf.int32)
-        return {
+        result = {
             "input_word_ids": corrupted,
             "masked_lm_positions": positions,
             "masked_lm_ids": labels,
             "masked_lm_weights": weights,
+        }
+        if self.strategy == "span":
+            result.update(self._span_boundaries(chosen, positions, weights))
+        return result
+
+    @staticmethod
+    def _span_boundaries(chosen, positions, weights):
+        """For SpanBERT's span boundary objective: for each prediction, the
+        positions of the unmasked tokens just left and right of its span
+        (adjacent spans merge), and its offset inside the span."""
+        seq = tf.shape(chosen)[1]
+        index = tf.broadcast_to(tf.range(seq)[None, :], tf.shape(chosen))
+        # Last unchosen position <= t, first unchosen position >= t.
+        left = tf.scan(tf.maximum, tf.transpose(tf.where(chosen, -1, index)))
+        right = tf.reverse(
+            tf.scan(tf.minimum, tf.reverse(tf.transpose(tf.where(chosen, seq, index)), [0])), [0]
+        )
+        left, right = tf.transpose(left), tf.transpose(right)
+        valid = tf.cast(weights, tf.int32)
+        span_left = tf.gather(left, positions, batch_dims=1) * valid
+        span_right = tf.minimum(tf.gather(right, positions, batch_dims=1), seq - 1) * valid
+        return {
+            "masked_lm_span_left": span_left,
+            "masked_lm_span_right": span_right,
+            "masked_lm_span_offset": (positions - span_left - 1) * valid,
         }
 
     def get_config(self):

@@ -1,7 +1,6 @@
 """TaggingTask: word-label alignment to wordpieces, decoding, offsets, errors."""
 
 import os
-import re
 
 import numpy as np
 import pytest
@@ -76,25 +75,28 @@ def test_pos_tags_scored_by_accuracy(data_dir, make_preprocessor):
 
 
 def test_raw_strings_words_and_offsets(tiny_config, make_preprocessor):
-    task = TaggingTask(TaggingConfig(label_list=["O", "B-PER", "I-PER"], seq_length=8))
-    task.prepare(make_preprocessor(8))
-    text = ["Ürgüp  hosted the U.S. team, didn't it?", "", "Tom"]
+    task = TaggingTask(TaggingConfig(label_list=["O", "B-PER", "I-PER"], seq_length=10))
+    task.prepare(make_preprocessor(10))
+    text = ["Ürgüp  hosted the U.S. team, didn't it?", "", "(Reuters) said \"Hi!\""]
     pieces, starts, ends = task.text_words(tf.constant(text))
-    # Words are whitespace tokens; offsets are bytes.
-    want = [(m.start(), m.end()) for m in re.finditer(rb"\S+", text[0].encode())]
-    assert list(zip(starts.to_list()[0], ends.to_list()[0])) == want
-    assert pieces.row_lengths().numpy().tolist() == [7, 0, 1]
+    # Whitespace tokens with edge punctuation split off, as CoNLL tokenizes;
+    # inner punctuation stays. Offsets are bytes.
+    words = [[t.encode()[s:e].decode() for s, e in zip(ss, ee)]
+             for t, ss, ee in zip(text, starts.to_list(), ends.to_list())]
+    assert words == [["Ürgüp", "hosted", "the", "U.S", ".", "team", ",", "didn't", "it", "?"],
+                     [], ["(", "Reuters", ")", "said", '"', "Hi", "!", '"']]
+    assert pieces.to_list()[0][3] == [1057, 1012, 1055]  # u . s
     model = task.build_model(BertEncoder(tiny_config))
     out = task.predict(model, text)
-    # Whitespace words (punctuation stays attached); character offsets;
-    # words whose first piece does not fit seq_length=8 are dropped.
-    assert [w for w, _, _, _ in out[0]] == ["Ürgüp", "hosted", "the", "U.S."]
-    assert [(s, e) for _, _, s, e in out[0]] == [(0, 5), (7, 13), (14, 17), (18, 22)]
-    assert out[1] == [] and out[2][0][0] == "Tom"
+    # Character offsets; words whose first piece does not fit seq_length=10
+    # ([CLS] + 8 pieces + [SEP]; ürgüp is 3 pieces) are dropped.
+    assert [w for w, _, _, _ in out[0]] == ["Ürgüp", "hosted", "the", "U.S"]
+    assert [(s, e) for _, _, s, e in out[0]] == [(0, 5), (7, 13), (14, 17), (18, 21)]
+    assert out[1] == [] and len(out[2]) == 8
     assert all(tag in task.label_list for row in out for _, tag, _, _ in row)
     # Tags are the argmax at each word's first piece.
     logits = model(task.preprocessor(tf.constant(["Tom"])))
-    assert out[2][0][1] == task.label_list[int(np.argmax(logits[0, 1]))]
+    assert task.predict(model, ["Tom"])[0][0][1] == task.label_list[int(np.argmax(logits[0, 1]))]
 
 
 def test_bad_input_errors(tmp_path, conll, make_preprocessor):

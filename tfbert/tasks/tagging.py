@@ -5,8 +5,9 @@ Labels live on words; BERT sees wordpieces. Each word's label goes on its
 first wordpiece, the other pieces get weight 0 in the loss, and predictions
 are read back from first pieces. A CoNLL token that the BERT tokenizer splits
 further (`U.S.` -> `u . s .`) stays one word. For raw strings a word is a
-whitespace-separated token, found from the tokenizer's offsets, so serving
-sees the same words as training on CoNLL data.
+whitespace-separated token with its leading and trailing punctuation split
+off (found from the tokenizer's offsets), close to CoNLL's tokenization, so
+serving sees the words training saw.
 
 Example:
 >>> task = TaggingTask(TaggingConfig(train_file="tests/data/finetune/ner_train.conll",
@@ -27,6 +28,7 @@ from tfbert.data import readers
 from tfbert.export.task_model import export_task_model
 from tfbert.metrics import seqeval
 from tfbert.models.token_classifier import BertTokenClassifier
+from tfbert.text.char_table import is_punctuation
 
 IGNORE = -1  # label of positions without a word label ([CLS], [SEP], later pieces, padding)
 
@@ -179,32 +181,59 @@ class TaggingTask:
     # === Raw strings: prediction and export ===
 
     def text_words(self, text):
-        """Whitespace words of raw strings with their wordpieces and byte offsets.
+        """Words of raw strings with their wordpieces and byte offsets.
 
         Returns `(word_pieces [batch, (words), (pieces)], starts, ends)`, the
-        last two `[batch, (words)]` int64. The tokenizer splits punctuation
-        into separate words; pieces with no whitespace between them
-        (`U.S.`) are merged back into one word here.
+        last two `[batch, (words)]` int64. A word is a whitespace-separated
+        token with leading and trailing punctuation split off, as in CoNLL
+        files: `(Reuters),` -> `(`, `Reuters`, `)`, `,`; `U.S.` -> `U.S`, `.`;
+        inner punctuation stays (`didn't`). Found from the tokenizer's words
+        (which split every punctuation character) and their offsets.
         """
         ids, starts, limits = self.preprocessor.tokenize_with_offsets(text)
         batch = tf.shape(text, out_type=tf.int64)[0]
-        bw_row = ids.value_rowids()  # string of each tokenizer word
-        bw_start = tf.gather(starts.values.flat_values, starts.values.row_starts())
-        bw_end = tf.gather(limits.values.flat_values, limits.values.row_limits() - 1)
-        bw_start, bw_end = tf.cast(bw_start, tf.int64), tf.cast(bw_end, tf.int64)
-        prev_row = tf.concat([[-1], bw_row[:-1]], axis=0)
-        prev_end = tf.concat([[-1], bw_end[:-1]], axis=0)
-        new_word = (bw_row != prev_row) | (bw_start > prev_end)
-        word_of_bw = tf.cumsum(tf.cast(new_word, tf.int64)) - 1
+        tw_row = ids.value_rowids()  # string of each tokenizer word
+        tw_start = tf.cast(tf.gather(starts.values.flat_values, starts.values.row_starts()), tf.int64)
+        tw_end = tf.cast(tf.gather(limits.values.flat_values, limits.values.row_limits() - 1),
+                         tf.int64)
+        num_tw = tf.shape(tw_row, out_type=tf.int64)[0]
+        # Whitespace tokens: a new one where the string changes or a gap opens.
+        prev_row = tf.concat([[-1], tw_row[:-1]], axis=0)
+        prev_end = tf.concat([[-1], tw_end[:-1]], axis=0)
+        new_token = (tw_row != prev_row) | (tw_start > prev_end)
+        token = tf.cumsum(tf.cast(new_token, tf.int64)) - 1
+        num_tokens = tf.reduce_sum(tf.cast(new_token, tf.int64))
+        # Punctuation words (one piece, a punctuation character) at the edges
+        # of their whitespace token become words of their own.
+        punct = (ids.values.row_lengths() == 1) & tf.gather(
+            self._punctuation_ids(), tf.gather(ids.flat_values, ids.values.row_starts()))
+        content = tf.cast(~punct, tf.int64)
+        before = tf.cumsum(content, exclusive=True)  # content words before, over all tokens
+        token_first = tf.boolean_mask(tf.range(num_tw), new_token)
+        before_in_token = before - tf.gather(tf.gather(before, token_first), token)
+        total_in_token = tf.gather(tf.math.unsorted_segment_sum(content, token, num_tokens), token)
+        edge = punct & ((before_in_token == 0) | (before_in_token == total_in_token))
+        prev_edge = tf.concat([[False], edge[:-1]], axis=0)
+        new_word = new_token | edge | prev_edge
+        word_of_tw = tf.cumsum(tf.cast(new_word, tf.int64)) - 1
         num_words = tf.reduce_sum(tf.cast(new_word, tf.int64))
         pieces = tf.RaggedTensor.from_value_rowids(
-            ids.flat_values, tf.gather(word_of_bw, ids.values.value_rowids()), nrows=num_words)
-        words_per_text = tf.math.unsorted_segment_sum(tf.cast(new_word, tf.int64), bw_row, batch)
+            ids.flat_values, tf.gather(word_of_tw, ids.values.value_rowids()), nrows=num_words)
+        words_per_text = tf.math.unsorted_segment_sum(tf.cast(new_word, tf.int64), tw_row, batch)
         word_pieces = tf.RaggedTensor.from_row_lengths(pieces, words_per_text)
-        word_start = tf.boolean_mask(bw_start, new_word)
-        word_end = tf.math.unsorted_segment_max(bw_end, word_of_bw, num_words)
+        word_start = tf.boolean_mask(tw_start, new_word)
+        word_end = tf.math.unsorted_segment_max(tw_end, word_of_tw, num_words)
         return (word_pieces, word_pieces.with_values(word_start),
                 word_pieces.with_values(word_end))
+
+    def _punctuation_ids(self):
+        """bool `[vocab_size]`: the token is a single punctuation character."""
+        # Cached as NumPy: a tensor made inside one traced function is not
+        # usable from another.
+        if getattr(self, "_punct_table", None) is None:
+            self._punct_table = np.array(
+                [len(t) == 1 and is_punctuation(t) for t in self.preprocessor.vocab.tokens])
+        return tf.constant(self._punct_table)
 
     def tag_text(self, model, text):
         """Graph function: raw strings -> dict of named outputs (used by

@@ -1,7 +1,18 @@
 """Exports a tfbert checkpoint, or checks an exported SavedModel.
 
+    # strings -> the three int32 encoder inputs (TF Hub preprocessor API)
     python tools/export.py --checkpoint_dir=ckpt --kind=preprocessor \
         --format=saved_model --output_dir=saved_models/preprocessor [--seq_length=128]
+    # reusable encoder SavedModel (TF Hub API + serving_default; `mlm` when
+    # the checkpoint has MLM head weights)
+    python tools/export.py --checkpoint_dir=ckpt --kind=encoder --format=saved_model \
+        --output_dir=saved_models/encoder
+    # the TF Hub pair: <output_dir>/preprocessor and <output_dir>/encoder
+    python tools/export.py --checkpoint_dir=ckpt --kind=encoder --format=tfhub \
+        --output_dir=saved_models/bert_hub
+    # TFLite: <output_dir>/model.tflite; --text_input adds the tokenizer
+    python tools/export.py --checkpoint_dir=ckpt --kind=encoder --format=tflite \
+        --output_dir=saved_models/tflite [--text_input] [--quantization=dynamic_range]
     python tools/export.py --check=saved_models/preprocessor
 
 `--check` prints the op types and signatures of a SavedModel and exits 1
@@ -18,8 +29,9 @@ from absl import app, flags
 
 from tfbert import experiment
 
-KINDS = ("preprocessor", "encoder", "task", "tfhub", "tflite")
+KINDS = ("preprocessor", "encoder")
 FORMATS = ("saved_model", "tfhub", "tflite")
+QUANTIZATIONS = ("none", "dynamic_range", "float16")
 
 
 @dataclasses.dataclass
@@ -29,6 +41,8 @@ class ExportConfig:
     format: str = "saved_model"
     output_dir: str = ""
     seq_length: int = 128
+    text_input: bool = False  # tflite: strings in (tokenizer inside the model)
+    quantization: str = "none"  # tflite: none | dynamic_range | float16
 
 
 flags.DEFINE_string("config", None, "YAML file with ExportConfig fields.")
@@ -38,6 +52,8 @@ flags.DEFINE_enum("kind", None, KINDS, "What to export (default preprocessor).")
 flags.DEFINE_enum("format", None, FORMATS, "Export format (default saved_model).")
 flags.DEFINE_string("output_dir", None, "Where to write the export.")
 flags.DEFINE_integer("seq_length", None, "Packed sequence length (default 128).")
+flags.DEFINE_boolean("text_input", None, "TFLite: take strings (tokenizer inside the model).")
+flags.DEFINE_enum("quantization", None, QUANTIZATIONS, "TFLite weight quantization.")
 flags.DEFINE_string("check", None, "A SavedModel directory to check against the op rule.")
 FLAGS = flags.FLAGS
 
@@ -80,19 +96,61 @@ def check(path):
 def run(cfg):
     if cfg.kind not in KINDS or cfg.format not in FORMATS:
         raise ValueError(f"kind must be one of {KINDS} and format one of {FORMATS}.")
-    if cfg.kind != "preprocessor" or cfg.format != "saved_model":
-        raise NotImplementedError(
-            f"kind={cfg.kind} format={cfg.format} is not implemented yet; "
-            "this tool exports kind=preprocessor format=saved_model."
-        )
+    if cfg.quantization not in QUANTIZATIONS:
+        raise ValueError(f"quantization must be one of {QUANTIZATIONS}.")
     if not cfg.checkpoint_dir or not cfg.output_dir:
         raise ValueError("checkpoint_dir and output_dir are required (or --check=DIR).")
-    from tfbert.export.preprocessor import export_preprocessor
     from tfbert.text import BertPreprocessor
 
     preprocessor = BertPreprocessor.from_pretrained(cfg.checkpoint_dir, seq_length=cfg.seq_length)
-    export_preprocessor(preprocessor, cfg.output_dir)
-    print(f"Exported the preprocessor (seq_length={cfg.seq_length}) to {cfg.output_dir}")
+    if cfg.kind == "preprocessor":
+        if cfg.format != "saved_model":
+            raise ValueError(
+                "kind=preprocessor exports as format=saved_model (format=tfhub writes it "
+                "with the encoder; TFLite has no kernels for the reference string ops)."
+            )
+        from tfbert.export.preprocessor import export_preprocessor
+
+        export_preprocessor(preprocessor, cfg.output_dir)
+        print(f"Exported the preprocessor (seq_length={cfg.seq_length}) to {cfg.output_dir}")
+        return
+    from tfbert import checkpoint
+    from tfbert.models.pretrainer import BertPretrainer
+
+    ckpt = checkpoint.read_checkpoint(cfg.checkpoint_dir)
+    has_mlm = bool(ckpt.prefixed_weights("mlm"))
+    del ckpt
+    pretrainer = BertPretrainer.from_checkpoint(cfg.checkpoint_dir) if has_mlm else None
+    from tfbert.encoder import BertEncoder
+
+    encoder = pretrainer.encoder if pretrainer else BertEncoder.from_pretrained(cfg.checkpoint_dir)
+    if cfg.format == "tflite":
+        from tfbert.export import tflite
+
+        path = os.path.join(cfg.output_dir, "model.tflite")
+        quantization = None if cfg.quantization == "none" else cfg.quantization
+        if cfg.text_input:
+            tflite.export_text_tflite(preprocessor, encoder, path, quantization=quantization)
+        else:
+            tflite.export_encoder_tflite(encoder, path, seq_length=cfg.seq_length,
+                                         quantization=quantization)
+        print(f"Exported the encoder{' with the tokenizer' if cfg.text_input else ''} "
+              f"to {path} ({os.path.getsize(path) / 1e6:.1f} MB)")
+        return
+    from tfbert.export.encoder import export_encoder
+
+    vocab_file = os.path.join(cfg.checkpoint_dir, "vocab.txt")
+    encoder_dir = cfg.output_dir
+    if cfg.format == "tfhub":
+        from tfbert.export.preprocessor import export_preprocessor
+
+        export_preprocessor(preprocessor, os.path.join(cfg.output_dir, "preprocessor"))
+        encoder_dir = os.path.join(cfg.output_dir, "encoder")
+    export_encoder(encoder, encoder_dir, vocab_file=vocab_file,
+                   lower_case=preprocessor.lower_case, pretrainer=pretrainer)
+    print(f"Exported the encoder{' with its mlm sub-object' if pretrainer else ''} to "
+          f"{encoder_dir}" + (f" and the preprocessor to {cfg.output_dir}/preprocessor"
+                              if cfg.format == "tfhub" else ""))
 
 
 def main(argv):

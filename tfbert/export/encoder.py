@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from tfbert.checkpoint import atomic_dir
 from tfbert.encoder import INPUT_NAMES
+from tfbert.export.op_check import check_op_rule
 
 
 def _input_spec(extra=()):
@@ -110,4 +111,5 @@ def export_encoder(encoder, output_dir, vocab_file=None, lower_case=True, pretra
 
     with atomic_dir(output_dir) as tmp:
         tf.saved_model.save(root, tmp, signatures=signatures)
+        check_op_rule(tmp)
     return output_dir

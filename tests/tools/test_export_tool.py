@@ -1,0 +1,88 @@
+"""tools/export.py for encoders: TF Hub pair, encoder SavedModel with the
+`mlm` sub-object, TFLite (ids in and strings in), and --check."""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from tfbert import BertConfig, BertEncoder
+from tfbert.models.pretrainer import BertPretrainer
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def export_tool(*args):
+    proc = subprocess.run([sys.executable, os.path.join(REPO, "tools", "export.py"), *args],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    return proc
+
+
+@pytest.fixture(scope="module")
+def pretrained_dir(uncased_vocab_file, tmp_path_factory):
+    keras.utils.set_random_seed(0)
+    model = BertPretrainer(BertEncoder(BertConfig.from_preset("tiny")))
+    path = str(tmp_path_factory.mktemp("ckpt") / "tiny")
+    model.save_checkpoint(path, uncased_vocab_file, lower_case=True)
+    return path, model
+
+
+@pytest.mark.slow
+def test_tfhub_pair_and_check(pretrained_dir, tmp_path, run_python):
+    ckpt, model = pretrained_dir
+    out = str(tmp_path / "hub")
+    proc = export_tool(f"--checkpoint_dir={ckpt}", "--kind=encoder", "--format=tfhub",
+                       f"--output_dir={out}", "--seq_length=32")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert sorted(os.listdir(out)) == ["encoder", "preprocessor"]
+    for sub in ("encoder", "preprocessor"):
+        check = export_tool(f"--check={os.path.join(out, sub)}")
+        assert check.returncode == 0, check.stderr[-3000:]
+        assert "op rule: OK" in check.stdout
+    texts = ["The quick brown fox jumps over the lazy dog.", "Hello, TF Hub!"]
+    got = run_python(f"""
+import json, tensorflow as tf, tensorflow_text
+pre = tf.saved_model.load({os.path.join(out, 'preprocessor')!r})
+enc = tf.saved_model.load({os.path.join(out, 'encoder')!r})
+inputs = pre(tf.constant({texts!r}))
+out = enc(inputs, training=False)
+mlm = enc.mlm({{**inputs, "masked_lm_positions": tf.constant([[1, 2], [1, 3]])}})
+print(json.dumps({{"pooled": out["pooled_output"].numpy().tolist(),
+                  "mlm": mlm["mlm_logits"].numpy()[:, :, :5].tolist(),
+                  "ids": inputs["input_word_ids"].numpy().tolist(),
+                  "lower": bool(enc.do_lower_case.numpy())}}))
+""")
+    got = json.loads(got.strip().splitlines()[-1])
+    from tfbert import BertPreprocessor
+
+    pre = BertPreprocessor.from_pretrained(ckpt, seq_length=32)
+    inputs = pre(np.array(texts))
+    assert got["ids"] == inputs["input_word_ids"].numpy().tolist()
+    assert got["lower"] is True
+    ref = model.encoder(inputs)["pooled_output"].numpy()
+    assert np.abs(np.array(got["pooled"]) - ref).max() <= 1e-5
+    ref_mlm = model({**inputs, "masked_lm_positions": np.array([[1, 2], [1, 3]], "int32")})
+    assert np.abs(np.array(got["mlm"]) - ref_mlm["mlm_logits"].numpy()[:, :, :5]).max() <= 1e-5
+
+
+@pytest.mark.slow
+def test_tflite_kinds_and_errors(pretrained_dir, tmp_path):
+    ckpt, _ = pretrained_dir
+    out = str(tmp_path / "tflite")
+    proc = export_tool(f"--checkpoint_dir={ckpt}", "--kind=encoder", "--format=tflite",
+                       f"--output_dir={out}", "--seq_length=32", "--text_input",
+                       "--quantization=dynamic_range")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "with the tokenizer" in proc.stdout
+    assert os.path.getsize(os.path.join(out, "model.tflite")) > 0
+    proc = export_tool(f"--checkpoint_dir={ckpt}", "--kind=encoder", "--format=tflite",
+                       f"--output_dir={out}", "--quantization=int4")
+    assert proc.returncode != 0 and "quantization" in proc.stderr
+    proc = export_tool(f"--checkpoint_dir={tmp_path / 'missing'}", "--kind=encoder",
+                       f"--output_dir={out}")
+    assert proc.returncode == 1 and "missing" in proc.stderr

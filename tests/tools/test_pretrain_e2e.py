@@ -130,7 +130,7 @@ def test_span_masking_with_boundary_objective_mlm_only(records, tmp_path):
     result = subprocess.run(
         pretrain_flags(records, model_dir, 40, 20, "--masking_strategy=span", "--nouse_nsp",
                        "--set", "span_boundary_objective=true",
-                       "--set", "encoder_overrides.num_layers=1"),
+                       "--set", "encoder_overrides.num_layers=1", "--nojit_compile"),
         env=ENV, timeout=600, capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -141,3 +141,25 @@ def test_span_masking_with_boundary_objective_mlm_only(records, tmp_path):
 
     ckpt = checkpoint.read_checkpoint(str(model_dir / "pretrained"))
     assert ckpt.prefixed_weights("sbo") and not ckpt.prefixed_weights("nsp")
+
+
+@pytest.mark.slow
+def test_static_masks_from_the_data_tool(tmp_path):
+    docs = (DATA / "corpus.txt").read_text(encoding="utf-8").split("\n\n")[:20]
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n\n".join(docs) + "\n", encoding="utf-8")
+    subprocess.run(
+        tool("create_pretraining_data.py", f"--input_files={corpus}", f"--vocab_file={VOCAB}",
+             f"--output_dir={tmp_path / 'static'}", "--max_seq_length=64", "--static_masking",
+             "--max_predictions_per_seq=10", "--dupe_factor=3"),
+        check=True, env=ENV, timeout=300, capture_output=True,
+    )
+    model_dir = tmp_path / "run"
+    result = subprocess.run(
+        pretrain_flags(str(tmp_path / "static" / "*.tfrecord"), model_dir, 20, 10,
+                       "--set", "dynamic_masking=false", "--set", "encoder_overrides.num_layers=1",
+                       "--batch_size=8", "--nojit_compile"),
+        env=ENV, timeout=600, capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((model_dir / "summary.json").read_text())["step"] == 20

@@ -23,7 +23,7 @@ class MaskedLMHead(keras.layers.Layer):
     >>> emb = keras.layers.Embedding(50, 8); emb.build((None,))
     >>> head = MaskedLMHead(emb, hidden_size=8, name="mlm")
     >>> seq = keras.random.normal((2, 6, 8))
-    >>> head(seq, ops.array([[1, 3], [0, 0]])).shape
+    >>> tuple(head(seq, ops.array([[1, 3], [0, 0]])).shape)
     (2, 2, 50)
     """
 

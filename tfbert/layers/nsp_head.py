@@ -14,7 +14,7 @@ class NextSentenceHead(keras.layers.Layer):
 
     Example:
     >>> head = NextSentenceHead(initializer_range=0.02, name="nsp")
-    >>> head(keras.random.normal((3, 8))).shape
+    >>> tuple(head(keras.random.normal((3, 8))).shape)
     (3, 2)
     """
 

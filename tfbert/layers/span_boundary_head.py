@@ -22,7 +22,7 @@ class SpanBoundaryHead(keras.layers.Layer):
     >>> head = SpanBoundaryHead(emb, hidden_size=8, name="sbo")
     >>> seq = keras.random.normal((2, 6, 8))
     >>> pos = ops.array([[2, 3], [0, 0]])
-    >>> head(seq, pos - 1, pos + 2, ops.array([[0, 1], [0, 0]])).shape
+    >>> tuple(head(seq, pos - 1, pos + 2, ops.array([[0, 1], [0, 0]])).shape)
     (2, 2, 50)
     """
 

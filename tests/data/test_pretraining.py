@@ -178,3 +178,28 @@ def test_reader_errors(written, tmp_path):
     wrong = MaskedLMMasker(vocab_size=meta["vocab_size"] + 1, mask_id=4, special_ids=[0])
     with pytest.raises(ValueError, match="vocab"):
         pretraining_dataset(str(out / "*.tfrecord"), 4, masker=wrong)
+
+
+def test_memory_does_not_grow_with_the_corpus(tokenizer, tmp_path):
+    import tracemalloc
+
+    docs = CORPUS.read_text(encoding="utf-8").split("\n\n")
+
+    def peak_bytes(num_docs):
+        corpus = tmp_path / f"c{num_docs}.txt"
+        corpus.write_text("\n\n".join(docs[i % len(docs)] for i in range(num_docs)), encoding="utf-8")
+        write_pretraining_data(str(corpus), str(tmp_path / "warm"), tokenizer, max_seq_length=32,
+                               buffer_documents=40, log=lambda *_: None)  # trace outside the measure
+        tracemalloc.start()
+        meta = write_pretraining_data(str(corpus), str(tmp_path / f"o{num_docs}"), tokenizer,
+                                      max_seq_length=32, buffer_documents=40, log=lambda *_: None)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return peak, meta["instances"]
+
+    # Both corpora cycle through all 600 documents, so the buffers hold the
+    # same kinds of documents; only the number of buffers differs.
+    small, small_n = peak_bytes(600)
+    large, large_n = peak_bytes(2400)
+    assert large_n > 3.5 * small_n
+    assert large < 1.2 * small, (small, large)

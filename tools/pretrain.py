@@ -144,7 +144,6 @@ def build_model(cfg, vocab):
 
 def run(cfg):
     import keras
-    import tensorflow as tf
 
     from tfbert import checkpoint
     from tfbert.data.pretraining import pretraining_dataset

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfbert import BertConfig, BertEncoder
+from tfbert import BertEncoder
 from tfbert.models.pretrainer import BertPretrainer
 from tfbert.train.optimizer import create_optimizer
 

@@ -20,5 +20,8 @@ def test_per_token_logits_and_round_trip(tiny_config):
     clone = BertTokenClassifier.from_config(model.get_config())
     clone.set_weights(model.get_weights())
     np.testing.assert_allclose(clone(x), logits, atol=1e-6)
+    # The unused pooler is frozen; everything else trains.
+    assert not any("pooler" in v.path for v in model.trainable_weights)
+    assert len(model.trainable_weights) == len(model.weights) - 2
     with pytest.raises(ValueError, match="num_classes"):
         BertTokenClassifier(encoder, num_classes=0)

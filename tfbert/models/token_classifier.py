@@ -40,6 +40,11 @@ class BertTokenClassifier(keras.Model):
             name="logits",
         )
 
+        # The pooler gets no gradient from per-token labels; freezing it keeps
+        # the optimizer from tracking (and warning about) it. Note: this sets
+        # `trainable` on the encoder passed in.
+        encoder.pooler.trainable = False
+
         # === Functional model ===
         inputs = {n: keras.Input(shape=(None,), dtype="int32", name=n) for n in INPUT_NAMES}
         sequence = encoder(inputs)["sequence_output"]

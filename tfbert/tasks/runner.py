@@ -162,7 +162,8 @@ def finetune(task, train, model_dir, init_checkpoint=None, encoder_config=None, 
     if not evaluation.scores:  # a finished run restored by BackupAndRestore: nothing trained
         evaluation.scores.append(task.score(model.predict(dev_inputs, verbose=0), reference))
     scores = [s[task.main_metric] for s in evaluation.scores]
-    best = int(np.argmax(scores))
+    # NaN (e.g. Pearson of constant predictions) never counts as the best epoch.
+    best = int(np.argmax(np.nan_to_num(scores, nan=-np.inf)))
     result = FinetuneResult(task=task, model=model, dev_scores=evaluation.scores, best_epoch=best + 1,
                             best_score=float(scores[best]), main_metric=task.main_metric,
                             seconds=time.perf_counter() - start)

@@ -26,6 +26,9 @@ setup(
         "tensorflow-hub>=0.16,<0.17",
         # tensorflow-hub 0.16 imports pkg_resources, removed in setuptools 81.
         "setuptools<81",
+        # TF 2.21 no longer pulls in tensorboard; Keras' TensorBoard callback
+        # needs it to write summaries.
+        "tensorboard>=2.21,<2.22",
         "absl-py>=2.1",
         "pyyaml>=6.0",
         "safetensors>=0.4",

@@ -1,0 +1,53 @@
+"""Runs an exported SavedModel on raw strings, as TF Serving would answer.
+
+    python tools/predict.py --saved_model_dir=saved_models/sentiment/1 \
+        --text="A wonderful film." --text="Dull and far too long."
+    python tools/predict.py --saved_model_dir=... --request=body.json
+
+Prints the REST `:predict` response (JSON). `--request` takes a TF Serving
+REST body (`{"instances": [...]}` or `{"inputs": {...}}`); `--text` (and
+`--text_b` for pairs) build a row-format body.
+"""
+
+import json
+import os
+import sys
+
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("saved_model_dir", None, "An exported SavedModel directory.")
+flags.DEFINE_multi_string("text", [], "Input text (repeat for a batch).")
+flags.DEFINE_multi_string("text_b", [], "Second segment of each pair (repeat).")
+flags.DEFINE_string("request", None, "A JSON file with a TF Serving REST predict body.")
+flags.DEFINE_string("signature_name", "serving_default", "Signature to call.")
+flags.mark_flag_as_required("saved_model_dir")
+
+
+def main(argv):
+    del argv
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if FLAGS.request:
+        with open(FLAGS.request, encoding="utf-8") as f:
+            body = f.read()
+    elif FLAGS.text:
+        if FLAGS.text_b and len(FLAGS.text_b) != len(FLAGS.text):
+            sys.exit("predict: error: give one --text_b per --text.")
+        rows = [{"text": t} for t in FLAGS.text]
+        for row, b in zip(rows, FLAGS.text_b):
+            row["text_b"] = b
+        body = {"signature_name": FLAGS.signature_name, "instances": rows}
+    else:
+        sys.exit("predict: error: give --text (repeatable) or --request=FILE.")
+    from tfbert.export.serving import RequestError, predict
+    from tfbert.export.task_model import load_task_model
+
+    try:
+        response = predict(load_task_model(FLAGS.saved_model_dir), body)
+    except (RequestError, OSError) as e:
+        sys.exit(f"predict: error: {e}")
+    print(json.dumps(response, indent=1))
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -144,6 +144,7 @@ def build_model(cfg, vocab):
 
 def run(cfg):
     import keras
+    import numpy as np
 
     from tfbert import checkpoint
     from tfbert.data.pretraining import pretraining_dataset
@@ -152,7 +153,7 @@ def run(cfg):
     from tfbert.train import callbacks as cb
     from tfbert.train.optimizer import create_optimizer
     from tfbert.train.multi_worker import is_chief, with_auto_shard
-    from tfbert.train.strategy import get_strategy
+    from tfbert.train.strategy import get_strategy, xla_supported
 
     validate(cfg)
     lower_case = cfg.lower_case
@@ -183,6 +184,9 @@ def run(cfg):
     if cfg.distribution_strategy == "multi_worker_mirrored":
         dataset = with_auto_shard(dataset, "DATA")
 
+    jit_compile = cfg.jit_compile and xla_supported(strategy)
+    if cfg.jit_compile and not jit_compile:
+        print("pretrain: XLA is off for a multi-replica strategy on CPU devices.", flush=True)
     with strategy.scope():
         model = build_model(cfg, vocab)
         model.compile(
@@ -193,7 +197,7 @@ def run(cfg):
                 clipnorm=cfg.clipnorm or None, beta_1=cfg.beta_1, beta_2=cfg.beta_2,
                 epsilon=cfg.epsilon,
             ),
-            jit_compile=cfg.jit_compile,
+            jit_compile=jit_compile,
         )
         x, _ = next(iter(dataset.take(1)))
         model(x)  # build: BackupAndRestore restores into built variables
@@ -201,8 +205,10 @@ def run(cfg):
         print(f"Resuming at epoch {initial_epoch} (step {initial_epoch * cfg.steps_per_epoch}).")
 
     os.makedirs(cfg.model_dir, exist_ok=True)
-    with open(os.path.join(cfg.model_dir, "pretrain_config.json"), "w", encoding="utf-8") as f:
-        json.dump(dataclasses.asdict(cfg), f, indent=2)
+    if is_chief():
+        with open(os.path.join(cfg.model_dir, "pretrain_config.json"), "w",
+                  encoding="utf-8") as f:
+            json.dump(dataclasses.asdict(cfg), f, indent=2)
     callbacks = cb.training_callbacks(
         cfg.model_dir, checkpoint_every_epochs=cfg.checkpoint_every_epochs,
         keep_checkpoints=cfg.keep_checkpoints, tensorboard=cfg.tensorboard,
@@ -212,8 +218,11 @@ def run(cfg):
                         callbacks=callbacks, verbose=cfg.verbose)
     seconds = time.time() - start
     step = int(model.optimizer.iterations.numpy())
+    # Equal on every worker of a multi-worker run (replicas stay in sync).
+    checksum = float(sum(np.sum(w.numpy(), dtype=np.float64) for w in model.weights))
+    print(f"Weights checksum at step {step}: {checksum:.12e}")
     if not is_chief():
-        return {"step": step}
+        return {"step": step, "weights_checksum": checksum}
     out_dir = model.save_checkpoint(
         os.path.join(cfg.model_dir, "pretrained"), vocab_file, lower_case,
         source=f"tools/pretrain.py step {step}",
@@ -225,6 +234,7 @@ def run(cfg):
         "seconds": seconds,
         "final_metrics": {k: float(v[-1]) for k, v in history.history.items()},
         "checkpoint": out_dir,
+        "weights_checksum": checksum,
     }
     with open(os.path.join(cfg.model_dir, "summary.json"), "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=2)

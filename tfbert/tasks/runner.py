@@ -28,6 +28,7 @@ from tfbert.encoder import BertEncoder
 from tfbert.text.preprocessor import BertPreprocessor
 from tfbert.train import callbacks as train_callbacks
 from tfbert.train.optimizer import create_optimizer
+from tfbert.train.strategy import xla_supported
 
 BEST_WEIGHTS = "best.weights.h5"
 
@@ -121,10 +122,9 @@ def build_encoder_and_preprocessor(init_checkpoint=None, encoder_config=None, vo
 
 
 def use_xla(train, strategy):
-    """`train.jit_compile`, except across logical CPU devices, where XLA cannot
-    reach variables on another device (TF's XLA known issues); GPUs keep XLA."""
-    if (train.jit_compile and strategy.num_replicas_in_sync > 1
-            and not tf.config.list_logical_devices("GPU")):
+    """`train.jit_compile`, except where the strategy rules XLA out
+    (`tfbert.train.strategy.xla_supported`)."""
+    if train.jit_compile and not xla_supported(strategy):
         print("finetune: XLA is off for a multi-replica strategy on CPU devices.", flush=True)
         return False
     return train.jit_compile

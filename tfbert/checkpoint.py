@@ -59,6 +59,27 @@ class Checkpoint:
         return {k[len(start):]: v for k, v in self.weights.items() if k.startswith(start)}
 
 
+def assign_weights(variables, weights, source, what):
+    """Assigns `weights[name]` to every `variables[name]`, or assigns nothing:
+    a missing, unexpected or mis-shaped weight is one ValueError naming them
+    all, with both shapes (never a silent partial load)."""
+    missing = sorted(set(variables) - set(weights))
+    extra = sorted(set(weights) - set(variables))
+    problems = []
+    if missing:
+        problems.append(f"missing weights {missing}")
+    if extra:
+        problems.append(f"unexpected weights {extra}")
+    for name in sorted(set(variables) & set(weights)):
+        want, got = tuple(variables[name].shape), tuple(np.shape(weights[name]))
+        if want != got:
+            problems.append(f"{name}: shape {got} in {source}, {what} expects {want}")
+    if problems:
+        raise ValueError(f"{source} does not match the {what}: " + "; ".join(problems))
+    for name, variable in variables.items():
+        variable.assign(np.asarray(weights[name], dtype=variable.dtype))
+
+
 def save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
                     head_weights=None, source=""):
     """Writes a checkpoint directory atomically.

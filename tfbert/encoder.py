@@ -150,24 +150,9 @@ class BertEncoder(keras.Model):
     def set_named_weights(self, weights, source="weights"):
         """Assigns every weight from `{name: array}`; a missing, extra or
         mis-shaped weight is an error naming it (nothing is half-loaded)."""
-        variables = {v.path: v for v in self.weights}
-        missing = sorted(set(variables) - set(weights))
-        extra = sorted(set(weights) - set(variables))
-        problems = []
-        if missing:
-            problems.append(f"missing weights {missing}")
-        if extra:
-            problems.append(f"unexpected weights {extra}")
-        for name in sorted(set(variables) & set(weights)):
-            want, got = tuple(variables[name].shape), tuple(np.shape(weights[name]))
-            if want != got:
-                problems.append(f"{name}: shape {got} in {source}, encoder expects {want}")
-        if problems:
-            raise ValueError(
-                f"{source} does not match the encoder config: " + "; ".join(problems)
-            )
-        for name, variable in variables.items():
-            variable.assign(np.asarray(weights[name], dtype=variable.dtype))
+        from tfbert.checkpoint import assign_weights
+
+        assign_weights({v.path: v for v in self.weights}, weights, source, "encoder")
 
     @classmethod
     def from_pretrained(cls, checkpoint_dir, **kwargs):

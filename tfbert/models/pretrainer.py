@@ -5,6 +5,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from tfbert.checkpoint import assign_weights
 from tfbert.encoder import INPUT_NAMES, BertEncoder
 from tfbert.layers.mlm_head import MaskedLMHead
 from tfbert.layers.nsp_head import NextSentenceHead
@@ -207,22 +208,11 @@ class BertPretrainer(keras.Model):
         for name, weights in head_weights.items():
             if name not in heads:
                 continue
-            variables = {_relative_path(v, heads[name]): v for v in _own_variables(heads[name])}
-            problems = []
-            missing = sorted(set(variables) - set(weights))
-            extra = sorted(set(weights) - set(variables))
-            if missing:
-                problems.append(f"missing {[f'{name}/{k}' for k in missing]}")
-            if extra:
-                problems.append(f"unexpected {[f'{name}/{k}' for k in extra]}")
-            for key in sorted(set(variables) & set(weights)):
-                want, got = tuple(variables[key].shape), tuple(np.shape(weights[key]))
-                if want != got:
-                    problems.append(f"{name}/{key}: shape {got} in {source}, model expects {want}")
-            if problems:
-                raise ValueError(f"{source}: {name} head weights do not match: " + "; ".join(problems))
-            for key, variable in variables.items():
-                variable.assign(np.asarray(weights[key], dtype=variable.dtype))
+            variables = {
+                f"{name}/{_relative_path(v, heads[name])}": v for v in _own_variables(heads[name])
+            }
+            assign_weights(variables, {f"{name}/{k}": w for k, w in weights.items()}, source,
+                           f"{name} head")
 
     def _heads(self):
         heads = {MLM_HEAD: self.mlm_head, NSP_HEAD: self.nsp_head, SBO_HEAD: self.sbo_head}

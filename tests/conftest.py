@@ -57,3 +57,23 @@ def run_python():
         return proc.stdout
 
     return run
+
+
+@pytest.fixture(scope="session")
+def tf_configs():
+    """`tf_configs(n)`: TF_CONFIG strings for an n-worker cluster on free
+    127.0.0.1 ports (only loopback addresses, ever)."""
+    import json
+    import socket
+
+    def make(n=2):
+        socks = [socket.socket() for _ in range(n)]
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        workers = [f"127.0.0.1:{s.getsockname()[1]}" for s in socks]
+        for s in socks:
+            s.close()
+        return [json.dumps({"cluster": {"worker": workers},
+                            "task": {"type": "worker", "index": i}}) for i in range(n)]
+
+    return make

@@ -28,6 +28,8 @@ import os
 import sys
 import time
 
+import numpy as np
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags, logging
@@ -117,6 +119,7 @@ def main(argv):
 
     from tfbert.config import BertConfig
     from tfbert.tasks.runner import finetune
+    from tfbert.train.multi_worker import is_chief
     from tfbert.train.strategy import get_strategy
 
     strategy = get_strategy(cfg.distribution_strategy, num_devices=cfg.num_devices or None)
@@ -153,6 +156,11 @@ def main(argv):
             print(f"{r['learning_rate']:<13g}  {r['batch_size']:<10}  {r['epochs']:<6}  "
                   f"{r['best_epoch']:<10}  {r[best.main_metric]:.4f}")
 
+    # Equal on every worker of a multi-worker run (replicas stay in sync).
+    checksum = float(sum(np.sum(w.numpy(), dtype=np.float64) for w in best.model.weights))
+    print(f"Weights checksum: {checksum:.12e}")
+    if not is_chief():
+        return 0  # the chief exports and writes results.json
     out = best.task.export(best.model, export_dir)
     summary = {"task": FLAGS.task, "main_metric": best.main_metric, "best_score": best.best_score,
                "best_epoch": best.best_epoch, "dev_scores": _plain(best.dev_scores),

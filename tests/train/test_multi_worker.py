@@ -3,7 +3,6 @@ Keras `fit` under a real 2-process MultiWorkerMirroredStrategy on 127.0.0.1."""
 
 import json
 import os
-import socket
 import subprocess
 import sys
 
@@ -80,24 +79,8 @@ def test_mirrored_two_logical_cpus_equals_one_device(tmp_path):
     assert moved > 0
 
 
-def free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
-def tf_configs(n):
-    workers = [f"127.0.0.1:{p}" for p in free_ports(n)]
-    return [json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": i}})
-            for i in range(n)]
-
-
 @pytest.mark.slow
-def test_keras_fit_under_two_worker_processes(tmp_path):
+def test_keras_fit_under_two_worker_processes(tmp_path, tf_configs):
     import numpy as np
 
     procs = []

@@ -15,6 +15,7 @@ Example:
 import dataclasses
 import math
 import os
+import tempfile
 import time
 from typing import Optional
 
@@ -28,6 +29,7 @@ from tfbert.encoder import BertEncoder
 from tfbert.text.preprocessor import BertPreprocessor
 from tfbert.train import callbacks as train_callbacks
 from tfbert.train.optimizer import create_optimizer
+from tfbert.train.multi_worker import is_chief, with_auto_shard
 from tfbert.train.strategy import xla_supported
 
 BEST_WEIGHTS = "best.weights.h5"
@@ -176,8 +178,8 @@ def _train_full(task, encoder, train, dev_inputs, reference, model_dir, strategy
     n = task.num_examples(task.config.train_file)
     steps = train.steps_per_epoch or max(1, n // train.batch_size)
     total = steps * train.epochs
-    train_ds = task.dataset(task.config.train_file, train.batch_size, training=True,
-                            seed=train.seed)
+    train_ds = with_auto_shard(task.dataset(task.config.train_file, train.batch_size,
+                                            training=True, seed=train.seed))
     with strategy.scope():
         model = task.build_model(encoder)
         optimizer = create_optimizer(
@@ -188,7 +190,10 @@ def _train_full(task, encoder, train, dev_inputs, reference, model_dir, strategy
         model.compile(optimizer=optimizer, loss=task.loss(), weighted_metrics=task.metrics(),
                       jit_compile=train.jit_compile)
     evaluation = DevEvaluation(task, dev_inputs, reference, verbose=train.verbose)
-    best_path = os.path.join(model_dir, BEST_WEIGHTS)
+    # Multi-worker: the chief keeps the best weights in model_dir; the other
+    # workers keep theirs in a temporary directory of their own.
+    best_dir = model_dir if is_chief() else tempfile.mkdtemp(prefix="tfbert-worker-")
+    best_path = os.path.join(best_dir, BEST_WEIGHTS)
     callbacks = [
         evaluation,  # first: the callbacks below read its dev_* logs
         keras.callbacks.ModelCheckpoint(best_path, monitor=f"dev_{task.main_metric}",

@@ -1,7 +1,7 @@
-"""tools/pretrain.py under MultiWorkerMirroredStrategy: two real worker
-processes on 127.0.0.1 with TF_CONFIG; identical weights, files written once
-by the chief; a worker killed mid-run, then the job restarted, resumes from
-the chief's backup."""
+"""tools/pretrain.py and tools/finetune.py under MultiWorkerMirroredStrategy:
+two real worker processes on 127.0.0.1 with TF_CONFIG; identical weights,
+files written once by the chief; a worker killed mid-run, then the job
+restarted, resumes from the chief's backup."""
 
 import csv
 import json
@@ -9,7 +9,6 @@ import os
 import pathlib
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -35,20 +34,9 @@ def records(tmp_path_factory):
     return str(tmp / "records" / "*.tfrecord")
 
 
-def tf_configs(n=2):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    workers = [f"127.0.0.1:{s.getsockname()[1]}" for s in socks]
-    for s in socks:
-        s.close()
-    return [json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": i}})
-            for i in range(n)]
-
-
-def start_workers(records, model_dir, steps, logs):
+def start_workers(configs, records, model_dir, steps, logs):
     procs = []
-    for i, config in enumerate(tf_configs()):
+    for i, config in enumerate(configs):
         cmd = [sys.executable, str(ROOT / "tools" / "pretrain.py"),
                f"--config={ROOT / 'configs' / 'pretrain_tiny.yaml'}",
                f"--train_files={records}", f"--vocab_file={VOCAB}", f"--model_dir={model_dir}",
@@ -85,9 +73,9 @@ def epochs_logged(model_dir):
 
 
 @pytest.mark.slow
-def test_two_workers_train_in_sync_and_chief_writes_once(records, tmp_path):
+def test_two_workers_train_in_sync_and_chief_writes_once(records, tmp_path, tf_configs):
     model_dir = tmp_path / "run"
-    codes = wait_all(start_workers(records, model_dir, 20, tmp_path), timeout=400)
+    codes = wait_all(start_workers(tf_configs(), records, model_dir, 20, tmp_path), timeout=400)
     logs = [(tmp_path / f"worker{i}.log") for i in range(2)]
     assert codes == [0, 0], "\n".join(p.read_text()[-2000:] for p in logs)
     sums = [checksum(p) for p in logs]
@@ -113,9 +101,9 @@ def test_two_workers_train_in_sync_and_chief_writes_once(records, tmp_path):
 
 
 @pytest.mark.slow
-def test_killed_worker_then_restarted_job_resumes(records, tmp_path):
+def test_killed_worker_then_restarted_job_resumes(records, tmp_path, tf_configs):
     model_dir = tmp_path / "run"
-    procs = start_workers(records, model_dir, 60, tmp_path)
+    procs = start_workers(tf_configs(), records, model_dir, 60, tmp_path)
     try:
         deadline = time.time() + 300
         while time.time() < deadline:
@@ -132,7 +120,7 @@ def test_killed_worker_then_restarted_job_resumes(records, tmp_path):
         wait_all(procs, timeout=20)
     done_before = epochs_logged(model_dir)
     assert 1 <= len(done_before) < 6
-    codes = wait_all(start_workers(records, model_dir, 60, tmp_path), timeout=400)
+    codes = wait_all(start_workers(tf_configs(), records, model_dir, 60, tmp_path), timeout=400)
     logs = [(tmp_path / f"worker{i}.log") for i in range(2)]
     assert codes == [0, 0], "\n".join(p.read_text()[-2000:] for p in logs)
     assert "Resuming at epoch" in logs[0].read_text()
@@ -142,3 +130,27 @@ def test_killed_worker_then_restarted_job_resumes(records, tmp_path):
     # but before its backup landed (it is redone, never skipped).
     assert sorted(set(epochs)) == list(range(6))
     assert len(epochs) - len(set(epochs)) <= 1
+
+
+@pytest.mark.slow
+def test_finetune_two_workers(tmp_path, tf_configs, uncased_vocab_file):
+    model_dir, export_dir = tmp_path / "run", tmp_path / "export" / "1"
+    procs = []
+    for i, config in enumerate(tf_configs()):
+        cmd = [sys.executable, str(ROOT / "tools" / "finetune.py"), "--task=classification",
+               f"--config={ROOT / 'configs' / 'finetune_sentiment.yaml'}",
+               f"--model_dir={model_dir}", f"--export_dir={export_dir}",
+               "--distribution_strategy=multi_worker_mirrored",
+               "--set", "preset=tiny", "--set", f"vocab_file={uncased_vocab_file}",
+               "--set", "train.epochs=2", "--set", "train.tensorboard=false"]
+        log = open(tmp_path / f"worker{i}.log", "w")
+        procs.append(subprocess.Popen(cmd, env={**ENV, "TF_CONFIG": config}, cwd=ROOT,
+                                      stdout=log, stderr=subprocess.STDOUT))
+    codes = wait_all(procs, timeout=400)
+    logs = [(tmp_path / f"worker{i}.log").read_text() for i in range(2)]
+    assert codes == [0, 0], "\n".join(text[-2000:] for text in logs)
+    sums = [re.findall(r"Weights checksum: (\S+)", text) for text in logs]
+    assert sums[0] and sums[0] == sums[1]
+    assert os.path.isfile(export_dir / "saved_model.pb")  # exported once, by the chief
+    assert json.loads((model_dir / "results.json").read_text())["export_dir"] == str(export_dir)
+    assert epochs_logged(model_dir) == [0, 1]

@@ -58,5 +58,8 @@ def xla_supported(strategy):
     """False for a multi-replica strategy on CPU devices: XLA cannot compile
     the cross-device collectives there (logical CPUs or multi-worker), so
     train steps run as plain graphs; GPUs and TPUs keep XLA."""
-    return strategy.num_replicas_in_sync == 1 or bool(tf.config.list_logical_devices("GPU")) \
+    return (
+        strategy.num_replicas_in_sync == 1
+        or bool(tf.config.list_logical_devices("GPU"))
         or isinstance(strategy, tf.distribute.TPUStrategy)
+    )

@@ -14,3 +14,10 @@ def test_off_and_one_device():
 def test_unknown_strategy():
     with pytest.raises(ValueError, match="Unknown distribution_strategy 'parameter_server'"):
         get_strategy("parameter_server")
+
+
+def test_xla_supported_on_one_replica():
+    from tfbert.train.strategy import xla_supported
+
+    assert xla_supported(get_strategy("off"))
+    assert xla_supported(get_strategy("one_device"))

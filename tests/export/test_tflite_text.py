@@ -96,3 +96,45 @@ def test_empty_and_odd_strings(exported):
     assert ids.shape == (4, 48)
     np.testing.assert_array_equal(ids[0][:3], [101, 102, 0])  # [CLS] [SEP] pad
     assert np.isfinite(pooled).all()
+
+
+@pytest.mark.slow
+def test_quantized_classifier_accuracy_drop(tmp_path, minilm_dir):
+    """A fine-tuned MiniLM sentiment classifier as strings-in TFLite: float
+    and dynamic-range quantized, dev accuracy and size against Keras."""
+    import csv
+    import os
+
+    from tfbert.convert import from_huggingface
+    from tfbert.tasks.classification import ClassificationConfig, ClassificationTask
+    from tfbert.tasks.runner import TrainConfig, finetune
+
+    data = HERE.parent / "data" / "finetune"
+    ckpt = from_huggingface(str(minilm_dir), str(tmp_path / "minilm"))
+    task = ClassificationTask(ClassificationConfig(
+        train_file=str(data / "sentiment_train.tsv"), dev_file=str(data / "sentiment_dev.tsv"),
+        seq_length=24))
+    result = finetune(task, TrainConfig(batch_size=16, learning_rate=1e-4, epochs=2, seed=1,
+                                        jit_compile=False), str(tmp_path / "run"),
+                      init_checkpoint=ckpt)
+    with open(data / "sentiment_dev.tsv", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    texts = [r["sentence"] for r in rows]
+    labels = np.array([result.task.label_list.index(r["label"]) for r in rows])
+    keras_pred = result.task.predict(result.model, texts)["logits"].argmax(-1)
+    report = {"keras": (float((keras_pred == labels).mean()), None)}
+    for quantization in (None, "dynamic_range"):
+        path = str(tmp_path / f"{quantization}.tflite")
+        export_text_tflite(result.task.preprocessor, result.model, path,
+                           quantization=quantization)
+        runner = interpreter(path).get_signature_runner("serve")
+        logits = runner(text=np.array([t.encode() for t in texts], object))["logits"]
+        report[str(quantization)] = (float((logits.argmax(-1) == labels).mean()),
+                                     os.path.getsize(path))
+        if quantization is None:
+            assert (logits.argmax(-1) == keras_pred).all()
+    print("dev accuracy and size:", report)
+    assert report["keras"][0] >= 0.85
+    assert report["None"][0] == report["keras"][0]
+    assert report["dynamic_range"][1] < 0.4 * report["None"][1]
+    assert report["dynamic_range"][0] >= report["keras"][0] - 0.05

@@ -81,8 +81,8 @@ def export_text_tflite(preprocessor, model, output_path, output_names=None,
     `output_path`.
 
     `model` takes the three encoder inputs (a `BertEncoder` or a task model)
-    and returns a dict; `output_names` picks its outputs (default: all
-    tensors). `input_word_ids` is always returned too, so callers can check
+    and returns a dict, or one tensor (named `logits`); `output_names` picks
+    the outputs (default: all tensors). `input_word_ids` is always returned too, so callers can check
     what the TFLite tokenizer produced.
 
     Example:
@@ -106,6 +106,8 @@ def export_text_tflite(preprocessor, model, output_path, output_names=None,
             truncation=preprocessor.truncation,
         )
         outputs = model(packed, training=False)
+        if not isinstance(outputs, dict):  # e.g. a classifier's logits
+            outputs = {"logits": outputs}
         names = output_names or [k for k, v in outputs.items() if tf.is_tensor(v)]
         result = {name: outputs[name] for name in names}
         result["input_word_ids"] = packed["input_word_ids"]

@@ -50,15 +50,18 @@ def start_workers(configs, records, model_dir, steps, logs):
 
 
 def wait_all(procs, timeout):
+    """Waits up to `timeout` s in all; kills whatever still runs (a worker
+    whose peer died can block in collectives forever). Returns exit codes."""
     deadline = time.time() + timeout
-    try:
-        for p in procs:
+    for p in procs:
+        try:
             p.wait(timeout=max(1, deadline - time.time()))
-    finally:
-        for p in procs:  # every process is bounded in time and cleaned up
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+        except subprocess.TimeoutExpired:
+            break
+    for p in procs:  # every process is bounded in time and cleaned up
+        if p.poll() is None:
+            p.kill()
+            p.wait()
     return [p.returncode for p in procs]
 
 

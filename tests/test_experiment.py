@@ -52,3 +52,71 @@ def test_exponent_floats_without_a_dot_are_floats(tmp_path):
     assert exp.train.learning_rate == 3e-5
     assert exp.encoder.layer_norm_eps == 1e-12
     assert experiment.load_yaml("x: 1e5x") == {"x": "1e5x"}
+
+
+# === Values checked while loading, naming the key and where it came from ===
+
+@dataclasses.dataclass
+class Checked:
+    batch_size: int = experiment.at_least(1, 32)
+    learning_rate: float = experiment.positive(5e-5)
+    warmup: float = experiment.in_range(0.0, 1.0, 0.1)
+    dropout: float = experiment.in_range(0.0, 1.0, 0.1, high_open=True)
+    layers: tuple = (-1,)
+    name: str = "run"
+
+    def __post_init__(self):
+        experiment.validate(self)
+
+
+@dataclasses.dataclass
+class Outer:
+    train: Checked = dataclasses.field(default_factory=Checked)
+
+
+@pytest.mark.parametrize("yaml_text, message", [
+    ("train: {batch_size: lots}", r"exp\.yaml:train: batch_size: expected an integer, got 'lots'\.$"),
+    ("train: {learning_rate: fast}", r"exp\.yaml:train: learning_rate: expected a number, got 'fast'"),
+    ("train: {learning_rate: -1}", r"learning_rate: must be > 0, got -1\.0"),
+    ("train: {warmup: 1.5}", r"warmup: must be in \[0\.0, 1\.0\], got 1\.5"),
+    ("train: {dropout: 1}", r"dropout: must be in \[0\.0, 1\.0\), got 1\.0"),
+    ("train: {batch_size: true}", r"batch_size: expected an integer, got True"),
+    ("train: {batch_size: 0}", r"batch_size: must be >= 1, got 0"),
+    ("train: {layers: 3}", r"layers: expected a list, got 3"),
+    ("train: {name: [a]}", r"name: expected a string"),
+])
+def test_bad_values_name_file_and_key(tmp_path, yaml_text, message):
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml_text + "\n")
+    with pytest.raises(ValueError, match=message):
+        experiment.load(Outer, str(path))
+
+
+def test_bad_override_names_the_flag(tmp_path):
+    overrides = experiment.parse_overrides(["train.batch_size=lots"])
+    with pytest.raises(ValueError, match=r"^--set train\.batch_size=lots: expected an integer"):
+        experiment.load(Outer, None, overrides)
+
+
+def test_good_values_are_converted():
+    cfg = experiment.load(Outer, None, {"train.learning_rate": 1, "train.layers": [-2, -1]})
+    assert cfg.train.learning_rate == 1.0 and isinstance(cfg.train.learning_rate, float)
+    assert cfg.train.layers == (-2, -1)
+
+
+def test_python_construction_is_checked_too():
+    with pytest.raises(ValueError, match=r"^Checked\.warmup: must be in \[0\.0, 1\.0\], got -0\.5\.$"):
+        Checked(warmup=-0.5)
+
+
+@pytest.mark.parametrize("text, where", [
+    ("train:\n  batch_size: [1, 2\n", r"exp\.yaml:3:1: YAML syntax error"),
+    ("train: {a: 1\n", r"exp\.yaml:2:1: YAML syntax error"),
+    ("a: b: c\n", r"exp\.yaml:1:5: YAML syntax error: mapping values are not allowed here\.$"),
+])
+def test_yaml_syntax_errors_are_one_line(tmp_path, text, where):
+    path = tmp_path / "exp.yaml"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=where) as info:
+        experiment.load(Outer, str(path))
+    assert "\n" not in str(info.value)

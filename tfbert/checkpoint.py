@@ -3,9 +3,13 @@
 
     <dir>/config.json        {"format": "tfbert-checkpoint", "version": 1,
                                "encoder": {BertConfig fields},
-                               "lower_case": bool, "source": str}
+                               "lower_case": bool, "source": str,
+                               "sentence": {pooling, normalize, max_seq_length,
+                                            dense_units, dense_activation} (optional:
+                                            SentenceEncoder settings)}
     <dir>/model.safetensors  weights by name: "encoder/<encoder weight name>",
-                             and optional heads "mlm/...", "nsp/..."
+                             and optional heads "mlm/...", "nsp/...",
+                             "sentence_dense/..." (SentenceEncoder dense layer)
     <dir>/vocab.txt          WordPiece vocabulary, one token per line
 
 Written to a temporary sibling directory and renamed into place, so a killed
@@ -13,11 +17,14 @@ writer never leaves a half checkpoint behind.
 """
 
 import contextlib
+import ctypes
 import dataclasses
+import errno
 import json
 import os
 import shutil
 import tempfile
+import time
 
 import numpy as np
 import safetensors
@@ -41,6 +48,7 @@ class Checkpoint:
     lower_case: bool
     weights: dict
     source: str = ""
+    sentence: dict = None  # SentenceEncoder settings, when the checkpoint has them
 
     @property
     def vocab_file(self):
@@ -81,11 +89,12 @@ def assign_weights(variables, weights, source, what):
 
 
 def save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
-                    head_weights=None, source=""):
+                    head_weights=None, source="", sentence=None):
     """Writes a checkpoint directory atomically.
 
     `encoder_weights`: `{name: array}` as `BertEncoder.get_named_weights()`.
     `head_weights`: optional `{"mlm": {...}, "nsp": {...}}`.
+    `sentence`: optional `SentenceEncoder` settings (pooling, normalize, ...).
     """
     if not os.path.isfile(vocab_file):
         raise FileNotFoundError(f"Vocabulary file not found: {vocab_file}")
@@ -99,6 +108,8 @@ def save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
         "lower_case": bool(lower_case),
         "source": source,
     }
+    if sentence is not None:
+        meta["sentence"] = dict(sentence)
     with atomic_dir(out_dir) as tmp:
         with open(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as f:
             json.dump(meta, f, indent=2, sort_keys=True)
@@ -107,11 +118,22 @@ def save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
     return out_dir
 
 
+class DestinationError(ValueError):
+    """An output directory that cannot be written (permissions, full disk, read-only)."""
+
+
+# Temporary directories of processes that started before this one and were
+# killed are stale; those of a concurrent process are not touched.
+_PROCESS_START = time.time()
+
+
 @contextlib.contextmanager
 def atomic_dir(out_dir):
     """Yields a temporary sibling of `out_dir` to write into; on success it
-    replaces `out_dir` in one rename, on error it is removed and `out_dir`
-    is left as it was.
+    replaces `out_dir` atomically, on error it is removed and `out_dir` is
+    left as it was. The result gets the umask's normal directory mode (not
+    the temporary directory's 0700), so e.g. a TF Serving process running as
+    another user can read it. Stale temporaries of killed runs are removed.
 
     Example:
     >>> import tempfile
@@ -123,31 +145,71 @@ def atomic_dir(out_dir):
     """
     out_dir = os.path.abspath(out_dir)
     parent = os.path.dirname(out_dir)
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(out_dir)}.tmp-", dir=parent)
+    base = os.path.basename(out_dir)
+    try:
+        os.makedirs(parent, exist_ok=True)
+        _remove_stale(parent, base)
+        tmp = tempfile.mkdtemp(prefix=f".{base}.tmp-", dir=parent)
+        os.chmod(tmp, 0o777 & ~_umask())
+    except OSError as e:
+        raise DestinationError(f"Cannot write {out_dir}: {e.strerror or e}.") from None
     try:
         yield tmp
         replace_dir(tmp, out_dir)
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EROFS, errno.EPERM):
+            raise DestinationError(f"Cannot write {out_dir}: {e.strerror}.") from None
+        raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _remove_stale(parent, base):
+    """Removes `.<base>.tmp-*` and `<base>.old` left by killed runs."""
+    for name in os.listdir(parent):
+        path = os.path.join(parent, name)
+        stale = name.startswith(f".{base}.tmp-") or name == f"{base}.old"
+        if stale and os.path.isdir(path) and os.path.getmtime(path) < _PROCESS_START:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _exchange(a, b):
+    """Swaps two existing paths in one atomic step (Linux `renameat2` with
+    RENAME_EXCHANGE); False where the platform or file system lacks it."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
+
+
 def replace_dir(src, dst):
-    """Moves directory `src` to `dst`, replacing an existing `dst` in one rename."""
-    if os.path.exists(dst):
+    """Moves directory `src` to `dst`. An existing `dst` is swapped with `src`
+    in one atomic step where the OS can (readers always see the old or the
+    new directory, never neither), then the old one is removed."""
+    if not os.path.exists(dst):
+        os.rename(src, dst)
+    elif _exchange(src, dst):
+        shutil.rmtree(src, ignore_errors=True)
+    else:
         old = dst + ".old"
         shutil.rmtree(old, ignore_errors=True)
         os.rename(dst, old)
         os.rename(src, dst)
         shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.rename(src, dst)
 
 
-def read_checkpoint(path):
-    """Reads and validates a checkpoint directory; errors name the bad file."""
+def read_meta(path):
+    """`(config.json path, its dict)` of a checkpoint directory; errors name the file."""
     if not os.path.isdir(path):
-        raise FileNotFoundError(f"tfbert checkpoint directory not found: {path}")
+        raise FileNotFoundError(f"tfbert checkpoint directory not found: {path} (no {CONFIG_FILE})")
     config_path = os.path.join(path, CONFIG_FILE)
     if not os.path.isfile(config_path):
         raise FileNotFoundError(f"Not a tfbert checkpoint: {config_path} is missing.")
@@ -157,7 +219,15 @@ def read_checkpoint(path):
     except json.JSONDecodeError as e:
         raise ValueError(f"{config_path}: not valid JSON: {e}") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise ValueError(f"{config_path}: not a tfbert checkpoint config (no format={FORMAT!r}).")
+        # E.g. a Hugging Face directory: its lower-casing would be guessed.
+        raise ValueError(f"{config_path}: not a tfbert checkpoint config (no format={FORMAT!r}); "
+                         "convert it first with tools/convert_checkpoint.py.")
+    return config_path, meta
+
+
+def read_checkpoint(path):
+    """Reads and validates a checkpoint directory; errors name the bad file."""
+    config_path, meta = read_meta(path)
     config = BertConfig.from_dict(meta.get("encoder"), source=config_path)
     for name in (WEIGHTS_FILE, VOCAB_FILE):
         if not os.path.isfile(os.path.join(path, name)):
@@ -173,4 +243,12 @@ def read_checkpoint(path):
         lower_case=bool(meta.get("lower_case", True)),
         weights=weights,
         source=meta.get("source", ""),
+        sentence=_sentence_section(meta.get("sentence"), config_path),
     )
+
+
+def _sentence_section(section, config_path):
+    """The optional `sentence` section, checked to be a JSON object."""
+    if section is not None and not isinstance(section, dict):
+        raise ValueError(f"{config_path}: 'sentence' must be a JSON object, got {section!r}.")
+    return section

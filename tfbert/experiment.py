@@ -1,8 +1,28 @@
 """One config path for scripts: dataclass <- YAML <- absl flag overrides.
 
 A script declares its settings as a (possibly nested) dataclass, loads a YAML
-file onto it and applies `--set key=value` style overrides; unknown keys are
-errors that name the key and the file.
+file onto it and applies `--set key=value` style overrides. Every value is
+checked here, in one place, before a model is built: unknown keys, values of
+the wrong type (from the field's annotation) and values out of range (from
+the field's `positive`/`at_least`/`in_range` declaration) are errors that
+name the key and where it came from (the YAML file, or the `--set` flag).
+YAML syntax errors are one line with file, line and column.
+
+Example:
+>>> @dataclasses.dataclass
+... class Train:
+...     epochs: int = at_least(1, 3)
+...     learning_rate: float = positive(5e-5)
+...     def __post_init__(self):
+...         validate(self)
+>>> load(Train, overrides={"learning_rate": 1}).learning_rate
+1.0
+>>> load(Train, overrides={"epochs": "lots"})
+Traceback (most recent call last):
+ValueError: --set epochs=lots: expected an integer, got 'lots'.
+>>> Train(epochs=0)
+Traceback (most recent call last):
+ValueError: Train.epochs: must be >= 1, got 0.
 """
 
 import dataclasses
@@ -25,16 +45,117 @@ _YamlLoader.add_implicit_resolver(
 )
 
 
-def load_yaml(stream):
-    """Parses YAML text or a file object (the one YAML reader of tfbert)."""
-    return yaml.load(stream, Loader=_YamlLoader)
+def load_yaml(stream, source=None):
+    """Parses YAML text or a file object (the one YAML reader of tfbert);
+    a syntax error is a one-line `ValueError` with file, line and column."""
+    try:
+        return yaml.load(stream, Loader=_YamlLoader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = source or getattr(stream, "name", "YAML")
+        if mark is not None:
+            where += f":{mark.line + 1}:{mark.column + 1}"
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ValueError(f"{where}: YAML syntax error: {problem}.") from None
 
 
-def from_dict(cls, values, source="config"):
+# === Field checks: declared on the dataclass, applied by `from_dict` and `validate` ===
+
+
+def positive(default):
+    """A dataclass field whose value must be > 0."""
+    return dataclasses.field(default=default, metadata={"check": (lambda v: v > 0, "> 0")})
+
+
+def at_least(low, default):
+    """A dataclass field whose value must be >= `low`."""
+    return dataclasses.field(default=default,
+                             metadata={"check": (lambda v: v >= low, f">= {low}")})
+
+
+def in_range(low, high, default, high_open=False):
+    """A dataclass field in `[low, high]` (`[low, high)` with `high_open`)."""
+    text = f"in [{low}, {high})" if high_open else f"in [{low}, {high}]"
+    ok = (lambda v: low <= v < high) if high_open else (lambda v: low <= v <= high)
+    return dataclasses.field(default=default, metadata={"check": (ok, text)})
+
+
+def one_of(choices, default):
+    """A dataclass field whose value must be one of `choices`."""
+    return dataclasses.field(default=default, metadata={
+        "check": (lambda v: v in choices, f"one of {list(choices)}")})
+
+
+_TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+
+
+def check_value(value, hint, field=None):
+    """`value` converted to the annotation `hint` (int -> float, list ->
+    tuple), or a `ValueError` message body saying what was expected."""
+    origin = typing.get_origin(hint)
+    if origin is typing.Union:
+        options = typing.get_args(hint)
+        if value is None and type(None) in options:
+            return None
+        errors = []
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return check_value(value, option, field)
+            except ValueError as e:
+                errors.append(str(e))
+        raise ValueError(errors[0] if len(errors) == 1 else
+                         f"expected one of {[getattr(o, '__name__', str(o)) for o in options]}, "
+                         f"got {value!r}")
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"expected true or false, got {value!r}")
+    elif hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"expected an integer, got {value!r}")
+    elif hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"expected a number, got {value!r}")
+        value = float(value)
+    elif hint is str:
+        if not isinstance(value, str):
+            raise ValueError(f"expected a string, got {value!r}")
+    elif hint in (tuple, list) or origin in (tuple, list):
+        if not isinstance(value, (list, tuple)):
+            raise ValueError(f"expected a list, got {value!r}")
+        value = tuple(value) if (hint is tuple or origin is tuple) else list(value)
+    elif hint is dict or origin is dict:
+        if not isinstance(value, dict):
+            raise ValueError(f"expected a mapping, got {value!r}")
+    check = (field.metadata.get("check") if field is not None else None)
+    if check is not None and value is not None and not check[0](value):
+        raise ValueError(f"must be {check[1]}, got {value!r}")
+    return value
+
+
+def validate(obj):
+    """Checks every field of dataclass `obj` (call it from `__post_init__`);
+    errors name `Class.field`."""
+    hints = typing.get_type_hints(type(obj))
+    for field in dataclasses.fields(obj):
+        hint = hints.get(field.name)
+        if hint is None or dataclasses.is_dataclass(hint):
+            continue
+        try:
+            value = check_value(getattr(obj, field.name), hint, field)
+        except ValueError as e:
+            raise ValueError(f"{type(obj).__name__}.{field.name}: {e}.") from None
+        object.__setattr__(obj, field.name, value)
+
+
+def from_dict(cls, values, source="config", overridden=(), prefix=""):
     """Builds dataclass `cls` from a mapping; nested dataclass fields recurse.
+    Each value is checked against its annotation and declared range.
 
     Classes with their own `from_dict(values, source=...)` (e.g. BertConfig)
-    build themselves.
+    build themselves. `overridden`: dotted keys that came from `--set`
+    (errors name the flag instead of the file); `prefix`: this mapping's key.
     """
     if values is None:
         values = {}
@@ -49,12 +170,25 @@ def from_dict(cls, values, source="config"):
     kwargs = {}
     for name, value in values.items():
         hint = hints.get(name)
+        key = f"{prefix}{name}"
         if dataclasses.is_dataclass(hint) and isinstance(value, dict):
             builder = getattr(hint, "from_dict", None)
             value = (builder(value, source=f"{source}:{name}") if builder
-                     else from_dict(hint, value, source=f"{source}:{name}"))
+                     else from_dict(hint, value, source=f"{source}:{name}",
+                                    overridden=overridden, prefix=f"{key}."))
+        elif hint is not None and not dataclasses.is_dataclass(hint):
+            try:
+                value = check_value(value, hint, fields[name])
+            except ValueError as e:
+                where = (f"--set {key}={_flag_text(value)}" if key in overridden
+                         else f"{source}: {name}")
+                raise ValueError(f"{where}: {e}.") from None
         kwargs[name] = value
     return cls(**kwargs)
+
+
+def _flag_text(value):
+    return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("\n...").strip()
 
 
 def load(cls, yaml_path=None, overrides=None):
@@ -65,13 +199,13 @@ def load(cls, yaml_path=None, overrides=None):
         if not os.path.isfile(yaml_path):
             raise FileNotFoundError(f"Config file not found: {yaml_path}")
         with open(yaml_path, encoding="utf-8") as f:
-            loaded = load_yaml(f)
+            loaded = load_yaml(f, source=yaml_path)
         if loaded is not None and not isinstance(loaded, dict):
             raise ValueError(f"{yaml_path}: the top level must be a mapping.")
         values = loaded or {}
     for key, value in (overrides or {}).items():
         _set_dotted(values, key, value)
-    return from_dict(cls, values, source=yaml_path or "config")
+    return from_dict(cls, values, source=yaml_path or "config", overridden=set(overrides or ()))
 
 
 def parse_overrides(items):
@@ -81,7 +215,7 @@ def parse_overrides(items):
         key, sep, text = item.partition("=")
         if not sep or not key:
             raise ValueError(f"Override {item!r} must look like key=value.")
-        overrides[key.strip()] = load_yaml(text)
+        overrides[key.strip()] = load_yaml(text, source=f"--set {item}")
     return overrides
 
 

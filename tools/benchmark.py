@@ -4,8 +4,11 @@
     python tools/benchmark.py --what=encoder,tokenizer
     python tools/benchmark.py --what=encoder --presets=tiny --output=bench.txt
 
-Each benchmark lives in `benchmarks/bench_<name>.py` with `run() -> lines`.
-Numbers on shared CPUs are noisy: compare the ratios printed within one run.
+One home for benchmarks: each lives in `benchmarks/bench_<name>.py` with
+`run() -> lines` (most also run alone: `python benchmarks/bench_<name>.py`);
+this script is the entry point that runs them side by side and keeps the
+report. Numbers on shared CPUs are noisy: compare the ratios printed within
+one run, never absolute figures across runs.
 """
 
 import importlib
@@ -18,7 +21,7 @@ from absl import app, flags
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-BENCHMARKS = ("encoder", "tokenizer", "pretrain", "finetune")
+BENCHMARKS = ("encoder", "tokenizer", "pretrain", "finetune", "qa", "sentence_embedding")
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("what", list(BENCHMARKS), f"Benchmarks to run, from {list(BENCHMARKS)}.")

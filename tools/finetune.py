@@ -4,12 +4,14 @@ r"""Fine-tunes BERT on a task and exports a model that takes raw strings.
         --config=configs/finetune_sst2.yaml \
         --init_checkpoint=checkpoints/minilm --model_dir=runs/sst2
 
-Tasks: `classification` (and `regression`): TSV/CSV/JSONL with column flags;
-`tagging`: CoNLL-2003 (NER, or POS with `--set task.tag_column=1`).
+Tasks (`tfbert.tasks.TASKS`; `--helpfull` lists them): `classification`,
+`regression` and `frozen_classification` (TSV/CSV/JSONL with column flags),
+`tagging` (CoNLL-2003: NER, or POS with `--set task.tag_column=1`),
+`feature_extraction` (no training: exports the features model).
 
 The YAML has three sections (see `configs/finetune_*.yaml`):
-`task:` the task's data and head settings (`ClassificationConfig` /
-`TaggingConfig`), `train:` the recipe (`tfbert.tasks.runner.TrainConfig`;
+`task:` the task's data and head settings (its `config_class`, e.g.
+`ClassificationConfig`), `train:` the recipe (`tfbert.train.train_config.TrainConfig`;
 defaults are the BERT paper's: AdamW, warmup 10% then linear decay, XLA),
 and optionally `grid:` lists of `learning_rate`, `batch_size`, `epochs` to try
 (each setting is trained, a dev-score table is printed, the best is exported).
@@ -27,6 +29,7 @@ import json
 import os
 import sys
 import time
+from typing import Union
 
 import numpy as np
 
@@ -35,16 +38,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from absl import app, flags, logging
 
 from tfbert import experiment
-from tfbert.tasks.classification import ClassificationConfig, ClassificationTask
-from tfbert.tasks.runner import TrainConfig
-from tfbert.tasks.tagging import TaggingConfig, TaggingTask
-
-# task name -> (config dataclass, task constructor)
-TASKS = {
-    "classification": (ClassificationConfig, lambda c: ClassificationTask(c, regression=False)),
-    "regression": (ClassificationConfig, lambda c: ClassificationTask(c, regression=True)),
-    "tagging": (TaggingConfig, TaggingTask),
-}
+from tfbert.tasks import TASKS, get_task
+from tfbert.train.multi_worker import is_chief
+from tfbert.train.run_config import claim_model_dir
+from tfbert.train.train_config import TrainConfig
 
 
 @dataclasses.dataclass
@@ -62,6 +59,9 @@ class FinetuneConfig:
     # --- Encoder: a tfbert checkpoint dir, or a preset + vocab for random init ---
     init_checkpoint: str = ""
     preset: str = ""
+    # Random init of any architecture: BertConfig fields over the preset
+    # (`--set encoder.num_layers=6`), or the path of a BertConfig YAML.
+    encoder: Union[dict, str] = dataclasses.field(default_factory=dict)
     vocab_file: str = ""
     lower_case: bool = True
     # --- Runtime ---
@@ -69,28 +69,45 @@ class FinetuneConfig:
     export_dir: str = ""
     distribution_strategy: str = "off"
     num_devices: int = 0
+    tpu: str = ""  # TPU name or grpc:// address for distribution_strategy: tpu
 
 
-flags.DEFINE_enum("task", None, list(TASKS), "The task to fine-tune.")
+flags.DEFINE_enum("task", None, sorted(TASKS), "The task to fine-tune.")
 flags.DEFINE_string("config", None, "YAML file with task:, train: and grid: sections.")
 flags.DEFINE_string("init_checkpoint", None, "tfbert checkpoint dir (e.g. converted weights).")
 flags.DEFINE_string("model_dir", None, "Directory for checkpoints, logs and the export.")
 flags.DEFINE_string("export_dir", None, "SavedModel destination (default <model_dir>/export/<time>).")
 flags.DEFINE_string("distribution_strategy", None, "off|one_device|mirrored|multi_worker_mirrored|tpu")
+flags.DEFINE_string("tpu", None, "TPU name or grpc:// address (distribution_strategy=tpu).")
 flags.DEFINE_multi_string("set", [], "Overrides, section.key=value (values parse as YAML).")
+flags.DEFINE_boolean("overwrite", False, "Start fresh in a model_dir that holds another run.")
 flags.mark_flags_as_required(["task", "config"])
 FLAGS = flags.FLAGS
 
 
 def load_config():
     overrides = experiment.parse_overrides(FLAGS.set)
-    for name in ("init_checkpoint", "model_dir", "export_dir", "distribution_strategy"):
+    for name in ("init_checkpoint", "model_dir", "export_dir", "distribution_strategy", "tpu"):
         if getattr(FLAGS, name) is not None:
             overrides[name] = getattr(FLAGS, name)
     cfg = experiment.load(FinetuneConfig, FLAGS.config, overrides)
     if not cfg.model_dir:
         raise ValueError("Set --model_dir (or model_dir in the YAML).")
-    return cfg
+    return cfg, overrides
+
+
+def encoder_config(cfg):
+    """The BertConfig of a randomly initialised encoder (None with a checkpoint)."""
+    from tfbert.config import BertConfig
+
+    if cfg.init_checkpoint:
+        if cfg.encoder:
+            raise ValueError("encoder: settings apply to random init only; an init_checkpoint "
+                             "brings its own architecture.")
+        return None
+    if isinstance(cfg.encoder, str):
+        return BertConfig.from_yaml(cfg.encoder)
+    return BertConfig.from_preset(cfg.preset or "base", **cfg.encoder)
 
 
 def grid_settings(cfg):
@@ -108,21 +125,27 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     logging.set_verbosity(logging.WARNING)  # TF's INFO lines about SavedModel internals
     try:
-        cfg = load_config()
-        config_cls, make_task = TASKS[FLAGS.task]
-        task_config = experiment.from_dict(config_cls, cfg.task, source=f"{FLAGS.config}:task")
-        if not cfg.init_checkpoint and not (cfg.preset and cfg.vocab_file):
-            raise ValueError("Set --init_checkpoint, or preset and vocab_file for random init.")
+        cfg, overrides = load_config()
+        task_class = get_task(FLAGS.task)
+        task_config = experiment.from_dict(task_class.config_class, cfg.task,
+                                           source=f"{FLAGS.config}:task", overridden=overrides,
+                                           prefix="task.")
+        if not cfg.init_checkpoint and not ((cfg.preset or cfg.encoder) and cfg.vocab_file):
+            raise ValueError("Set --init_checkpoint, or vocab_file with preset and/or encoder "
+                             "settings for random init.")
+        random_init = encoder_config(cfg)
+        claim_model_dir(cfg.model_dir, {"task_name": FLAGS.task, **dataclasses.asdict(cfg)},
+                        overwrite=FLAGS.overwrite, name="finetune_config.json",
+                        write=is_chief())
     except (ValueError, FileNotFoundError, TypeError) as e:
         print(f"finetune: error: {e}", file=sys.stderr)
         return 1
 
-    from tfbert.config import BertConfig
     from tfbert.tasks.runner import finetune
-    from tfbert.train.multi_worker import is_chief
     from tfbert.train.strategy import get_strategy
 
-    strategy = get_strategy(cfg.distribution_strategy, num_devices=cfg.num_devices or None)
+    strategy = get_strategy(cfg.distribution_strategy, num_devices=cfg.num_devices or None,
+                            tpu=cfg.tpu)
     export_dir = cfg.export_dir or os.path.join(cfg.model_dir, "export", str(int(time.time())))
     settings = grid_settings(cfg)
     rows, best = [], None
@@ -133,9 +156,9 @@ def main(argv):
                                    f"lr{train.learning_rate:g}_bs{train.batch_size}_ep{train.epochs}")
         try:
             result = finetune(
-                make_task(task_config), train, run_dir,
+                task_class(task_config), train, run_dir,
                 init_checkpoint=cfg.init_checkpoint or None,
-                encoder_config=BertConfig.from_preset(cfg.preset) if not cfg.init_checkpoint else None,
+                encoder_config=random_init,
                 vocab_file=cfg.vocab_file or None, lower_case=cfg.lower_case, strategy=strategy)
         except (ValueError, FileNotFoundError) as e:
             # Bad input (labels, files, columns): the message names the file and line.
@@ -162,9 +185,13 @@ def main(argv):
     if not is_chief():
         return 0  # the chief exports and writes results.json
     out = best.task.export(best.model, export_dir)
+    written = best.task.write_predictions(best.model, best.dev, cfg.model_dir)
     summary = {"task": FLAGS.task, "main_metric": best.main_metric, "best_score": best.best_score,
-               "best_epoch": best.best_epoch, "dev_scores": _plain(best.dev_scores),
-               "grid": rows, "export_dir": out}
+               "best_epoch": best.best_epoch,
+               **_plain([best.dev_scores[best.best_epoch - 1]])[0],
+               "dev_scores": _plain(best.dev_scores), "grid": rows, "export_dir": out,
+               "recipe": best.summary,
+               "prediction_files": written}
     with open(os.path.join(cfg.model_dir, "results.json"), "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=2)
     print(json.dumps({k: summary[k] for k in ("task", "main_metric", "best_score", "export_dir")}))
@@ -172,7 +199,7 @@ def main(argv):
 
 
 def _plain(scores):
-    return [{k: float(v) for k, v in s.items() if not isinstance(v, dict)} for s in scores]
+    return [{k: float(v) for k, v in s.items() if np.isscalar(v)} for s in scores]
 
 
 if __name__ == "__main__":

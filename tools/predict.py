@@ -2,11 +2,14 @@
 
     python tools/predict.py --saved_model_dir=saved_models/sentiment/1 \
         --text="A wonderful film." --text="Dull and far too long."
+    python tools/predict.py --saved_model_dir=saved_models/squad/1 \
+        --question="Who wrote it?" --context="The module was written by Bob Ippolito."
     python tools/predict.py --saved_model_dir=... --request=body.json
 
 Prints the REST `:predict` response (JSON). `--request` takes a TF Serving
 REST body (`{"instances": [...]}` or `{"inputs": {...}}`); `--text` (and
-`--text_b` for pairs) build a row-format body.
+`--text_b` for pairs), or `--question` with `--context` (question answering),
+build a row-format body.
 """
 
 import json
@@ -19,6 +22,8 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("saved_model_dir", None, "An exported SavedModel directory.")
 flags.DEFINE_multi_string("text", [], "Input text (repeat for a batch).")
 flags.DEFINE_multi_string("text_b", [], "Second segment of each pair (repeat).")
+flags.DEFINE_multi_string("question", [], "Question (repeat; question answering models).")
+flags.DEFINE_multi_string("context", [], "Context of each --question (repeat).")
 flags.DEFINE_string("request", None, "A JSON file with a TF Serving REST predict body.")
 flags.DEFINE_string("signature_name", "serving_default", "Signature to call.")
 flags.mark_flag_as_required("saved_model_dir")
@@ -37,8 +42,13 @@ def main(argv):
         for row, b in zip(rows, FLAGS.text_b):
             row["text_b"] = b
         body = {"signature_name": FLAGS.signature_name, "instances": rows}
+    elif FLAGS.question or FLAGS.context:
+        if len(FLAGS.question) != len(FLAGS.context):
+            sys.exit("predict: error: give one --context per --question.")
+        rows = [{"question": q, "context": c} for q, c in zip(FLAGS.question, FLAGS.context)]
+        body = {"signature_name": FLAGS.signature_name, "instances": rows}
     else:
-        sys.exit("predict: error: give --text (repeatable) or --request=FILE.")
+        sys.exit("predict: error: give --text, --question/--context (repeatable) or --request=FILE.")
     from tfbert.export.serving import RequestError, predict
     from tfbert.export.task_model import load_task_model
 

@@ -37,49 +37,54 @@ class PretrainConfig:
     vocab_file: str = ""  # taken from init_checkpoint when that is set
     lower_case: bool = True
     use_nsp: bool = True
-    masking_strategy: str = "token"  # token | whole_word | span
+    masking_strategy: str = experiment.one_of(("token", "whole_word", "span"), "token")
     span_boundary_objective: bool = False  # SpanBERT's SBO; needs masking_strategy: span
-    masked_lm_prob: float = 0.15
-    max_predictions_per_seq: int = 20
+    masked_lm_prob: float = experiment.in_range(0.0, 1.0, 0.15, high_open=True)
+    max_predictions_per_seq: int = experiment.at_least(1, 20)
     dynamic_masking: bool = True  # False: use masks stored by create_pretraining_data
-    shuffle_buffer: int = 10000
+    shuffle_buffer: int = experiment.at_least(1, 10000)
     # --- Model ---
     preset: str = "base"
     encoder_overrides: dict = dataclasses.field(default_factory=dict)
     init_checkpoint: str = ""  # a tfbert checkpoint dir (e.g. converted weights)
     # --- Optimization ---
-    batch_size: int = 32
-    num_train_steps: int = 1000
-    num_warmup_steps: int = 100
-    learning_rate: float = 1e-4
-    end_learning_rate: float = 0.0
+    batch_size: int = experiment.at_least(1, 32)
+    num_train_steps: int = experiment.at_least(1, 1000)
+    num_warmup_steps: int = experiment.at_least(0, 100)
+    learning_rate: float = experiment.positive(1e-4)
+    end_learning_rate: float = experiment.at_least(0.0, 0.0)
     power: float = 1.0
-    optimizer_type: str = "adamw"  # adamw | lamb
-    weight_decay: float = 0.01
+    optimizer_type: str = experiment.one_of(("adamw", "lamb"), "adamw")
+    weight_decay: float = experiment.at_least(0.0, 0.01)
     clipnorm: float = 1.0
     beta_1: float = 0.9
     beta_2: float = 0.999
     epsilon: float = 1e-6
     # --- Runtime ---
     model_dir: str = ""
-    steps_per_epoch: int = 100  # the resume / checkpoint unit
-    checkpoint_every_epochs: int = 1
-    keep_checkpoints: int = 3
-    mixed_precision: str = ""  # mixed_float16 | mixed_bfloat16
+    steps_per_epoch: int = experiment.at_least(1, 100)  # the resume / checkpoint unit
+    checkpoint_every_epochs: int = experiment.at_least(1, 1)
+    keep_checkpoints: int = experiment.at_least(1, 3)
+    mixed_precision: str = experiment.one_of(MIXED_PRECISION, "")
     jit_compile: bool = True
     distribution_strategy: str = "off"
     num_devices: int = 0
+    tpu: str = ""  # TPU name or grpc:// address for distribution_strategy: tpu
     seed: int = 0
     tensorboard: bool = True
-    verbose: int = 1  # 1: progress bar, 2: one line per epoch
+    verbose: int = experiment.in_range(0, 2, 1)  # 1: progress bar, 2: one line per epoch
+
+    def __post_init__(self):
+        experiment.validate(self)
 
 
 flags.DEFINE_string("config", None, "YAML experiment file with PretrainConfig fields.")
 flags.DEFINE_multi_string("set", [], "Overrides, key=value (values parse as YAML).")
+flags.DEFINE_boolean("overwrite", False, "Start fresh in a model_dir that holds another run.")
 _DIRECT_FLAGS = (
     "model_dir", "train_files", "vocab_file", "init_checkpoint", "num_train_steps",
     "batch_size", "learning_rate", "mixed_precision", "distribution_strategy",
-    "jit_compile", "preset", "steps_per_epoch", "seed", "use_nsp", "masking_strategy",
+    "jit_compile", "preset", "steps_per_epoch", "seed", "use_nsp", "masking_strategy", "tpu",
 )
 _TYPES = {f.name: f.type for f in dataclasses.fields(PretrainConfig)}
 for _name in _DIRECT_FLAGS:
@@ -153,9 +158,13 @@ def run(cfg):
     from tfbert.train import callbacks as cb
     from tfbert.train.optimizer import create_optimizer
     from tfbert.train.multi_worker import is_chief, with_auto_shard
+    from tfbert.train.run_config import claim_model_dir
     from tfbert.train.strategy import get_strategy, xla_supported
 
     validate(cfg)
+    # Before anything is resumed: a model_dir holds one run (one config).
+    claim_model_dir(cfg.model_dir, dataclasses.asdict(cfg), overwrite=FLAGS.overwrite,
+                    name="pretrain_config.json", write=is_chief())
     lower_case = cfg.lower_case
     vocab_file = cfg.vocab_file
     if cfg.init_checkpoint:
@@ -166,7 +175,8 @@ def run(cfg):
     keras.utils.set_random_seed(cfg.seed)
     if cfg.mixed_precision:
         keras.mixed_precision.set_global_policy(cfg.mixed_precision)
-    strategy = get_strategy(cfg.distribution_strategy, num_devices=cfg.num_devices or None)
+    strategy = get_strategy(cfg.distribution_strategy, num_devices=cfg.num_devices or None,
+                            tpu=cfg.tpu)
 
     epochs = cfg.num_train_steps // cfg.steps_per_epoch
     initial_epoch = cb.resume_epoch(cfg.model_dir)
@@ -204,11 +214,6 @@ def run(cfg):
     if initial_epoch:
         print(f"Resuming at epoch {initial_epoch} (step {initial_epoch * cfg.steps_per_epoch}).")
 
-    os.makedirs(cfg.model_dir, exist_ok=True)
-    if is_chief():
-        with open(os.path.join(cfg.model_dir, "pretrain_config.json"), "w",
-                  encoding="utf-8") as f:
-            json.dump(dataclasses.asdict(cfg), f, indent=2)
     callbacks = cb.training_callbacks(
         cfg.model_dir, checkpoint_every_epochs=cfg.checkpoint_every_epochs,
         keep_checkpoints=cfg.keep_checkpoints, tensorboard=cfg.tensorboard,

@@ -111,3 +111,39 @@ def test_conll_errors(tmp_path):
         readers.read_conll(write(tmp_path, "d.conll", "-DOCSTART- O\n\n\n"))
     with pytest.raises(ValueError, match=r"p\.conll, line 1: .*got 2"):
         readers.read_conll(write(tmp_path, "p.conll", "EU NNP\n"), tag_column=3)
+
+
+def test_utf8_byte_order_mark_is_skipped(tmp_path):
+    # Excel and Notepad write a BOM; it must not become part of the first column name.
+    for name, text in (("a.tsv", "sentence\tlabel\nGood film .\tpositive\n"),
+                       ("a.csv", "sentence,label\nGood film .,positive\n"),
+                       ("a.jsonl", '{"sentence": "Good film .", "label": "positive"}\n')):
+        path = tmp_path / name
+        path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+        examples = readers.read_labeled_text(str(path), "sentence", "label")
+        assert examples.text == ["Good film ."] and examples.label == ["positive"]
+    conll = tmp_path / "a.conll"
+    conll.write_bytes(b"\xef\xbb\xbfParis NNP B-NP B-LOC\n\n")
+    assert readers.read_conll(str(conll)).words == [["Paris"]]
+
+
+def test_unterminated_quote_is_reported_where_it_opens(tmp_path):
+    path = tmp_path / "q.csv"
+    path.write_text('sentence,label\n"A fine film .",positive\n"Not closed .,negative\n'
+                    "Dull .,negative\nGreat .,positive\n")
+    with pytest.raises(ValueError, match=r"q\.csv, line 3: a quote opened on this line is never closed"):
+        readers.read_labeled_text(str(path), "sentence", "label")
+
+
+def test_multiline_quoted_field_keeps_its_first_line(tmp_path):
+    path = tmp_path / "m.csv"
+    path.write_text('sentence,label\n"Two\nlines",positive\nOne line,bad_label\n')
+    examples = readers.read_labeled_text(str(path), "sentence", "label")
+    assert examples.text == ["Two\nlines", "One line"] and examples.line == [2, 4]
+
+
+def test_non_utf8_names_the_line(tmp_path):
+    path = tmp_path / "latin1.tsv"
+    path.write_bytes("sentence\tlabel\nok\tpositive\ncaf\xe9\tnegative\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin1\.tsv, line 3: not UTF-8 text"):
+        readers.read_labeled_text(str(path), "sentence", "label")

@@ -180,3 +180,10 @@ def test_tflite_encoder_matches_keras(encoder, tmp_path):
         export_encoder_tflite(encoder, str(tmp_path / "x.tflite"), quantization="int4")
     with pytest.raises(ValueError, match=r"seq_length must be in \[2, 512\]"):
         export_encoder_tflite(encoder, str(tmp_path / "x.tflite"), seq_length=600)
+
+
+def test_keras_tfsmlayer_loads_with_defaults(encoder, encoder_dir):
+    layer = keras.layers.TFSMLayer(encoder_dir)  # default endpoint "serve"
+    inputs = make_inputs()
+    np.testing.assert_allclose(layer(inputs)["pooled_output"],
+                               encoder(inputs)["pooled_output"], atol=1e-5)

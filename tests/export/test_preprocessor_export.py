@@ -126,3 +126,60 @@ def test_seq_length_override(uncased_vocab_file, tmp_path):
     with pytest.raises(ValueError, match="max_position_embeddings"):
         export_preprocessor(pre, str(tmp_path / "bad"), seq_length=600)
     assert not (tmp_path / "bad").exists()
+
+
+HUB_TUTORIAL = """
+import json, os
+import numpy as np
+import tensorflow as tf, tensorflow_hub as hub, tensorflow_text, tf_keras
+preprocessor = hub.load(PRE)
+# TF Hub's "Classify text with BERT" pair example, unchanged but for the paths.
+text_inputs = [tf_keras.layers.Input(shape=(), dtype=tf.string) for _ in range(2)]
+tokenize = hub.KerasLayer(preprocessor.tokenize)
+tokenized_inputs = [tokenize(segment) for segment in text_inputs]
+seq_length = 64
+bert_pack_inputs = hub.KerasLayer(preprocessor.bert_pack_inputs,
+                                  arguments=dict(seq_length=seq_length))
+encoder_inputs = bert_pack_inputs(tokenized_inputs)
+encoder = hub.KerasLayer(ENC, trainable=True)
+outputs = encoder(encoder_inputs)
+model = tf_keras.Model(text_inputs, [outputs["pooled_output"], encoder_inputs["input_type_ids"]])
+pooled, types = model([tf.constant(A), tf.constant(B)])
+# Three segments, any seq_length, straight on the loaded object.
+three = preprocessor.bert_pack_inputs([preprocessor.tokenize(tf.constant(s)) for s in (A, B, C)],
+                                      seq_length=20)
+print(json.dumps({"pooled": list(pooled.shape), "types": types.numpy().tolist(),
+                  "three": {k: v.numpy().tolist() for k, v in three.items()}}))
+"""
+
+
+def test_tf_hub_tutorial_pairs_and_three_segments(uncased_vocab_file, tmp_path, run_python):
+    from tfbert import BertConfig, BertEncoder
+    from tfbert.export.encoder import export_encoder
+
+    config = BertConfig.from_preset("tiny", type_vocab_size=3)
+    pre = BertPreprocessor(uncased_vocab_file, seq_length=128, max_segments=3)
+    pre_dir = export_preprocessor(pre, str(tmp_path / "preprocessor"))
+    enc_dir = export_encoder(BertEncoder(config), str(tmp_path / "encoder"),
+                             vocab_file=uncased_vocab_file, lower_case=True)
+    a, b, c = ["The movie was great!", "Short."], ["I agree.", "Long " * 50], ["Yes", "No"]
+    source = f"PRE, ENC = {pre_dir!r}, {enc_dir!r}\nA, B, C = {a!r}, {b!r}, {c!r}\n" + HUB_TUTORIAL
+    got = json.loads(run_python(source, env={"TF_USE_LEGACY_KERAS": "1"}).strip().splitlines()[-1])
+    assert got["pooled"] == [2, 128]
+    want = pre.bert_pack_inputs([pre.tokenize(tf.constant(a)), pre.tokenize(tf.constant(b))],
+                                seq_length=64)
+    assert got["types"] == want["input_type_ids"].numpy().tolist()
+    assert len(got["types"][0]) == 64 and max(got["types"][1]) == 1
+    want3 = pre.bert_pack_inputs([pre.tokenize(tf.constant(s)) for s in (a, b, c)], 20)
+    for name, values in got["three"].items():
+        np.testing.assert_array_equal(values, want3[name])
+    assert max(got["three"]["input_type_ids"][0]) == 2
+
+
+def test_exported_pack_checks_seq_length_in_the_graph(exported):
+    _, path = exported
+    loaded = load_preprocessor(path)
+    tokens = loaded.tokenize(tf.constant(["hello world"]))
+    assert loaded.bert_pack_inputs([tokens], seq_length=tf.constant(5))["input_word_ids"].shape == (1, 5)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="seq_length exceeds"):
+        loaded.bert_pack_inputs([tokens], seq_length=tf.constant(600))

@@ -111,3 +111,40 @@ def test_bad_requests_get_outputs_or_clear_errors(served):
     fn = loaded.signatures["serving_default"]
     assert fn(text=tf.zeros([0], tf.string))["logits"].shape == (0, 2)
     assert fn(text=tf.constant(["x" * 100000]))["logits"].shape == (1, 2)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"input_word_ids": [[101, 30522, 102]]}, r"input_word_ids must be in \[0, 30522\)"),
+    ({"input_word_ids": [[101, -5, 102]]}, r"input_word_ids must be in \[0, 30522\)"),
+    ({"input_type_ids": [[0, 2, 0]]}, r"input_type_ids must be in \[0, 2\)"),
+    ({"input_mask": [[1, 7, 1]]}, r"input_mask must hold 0 or 1"),
+    ({"input_mask": [[1, 1]]}, r"."),  # shapes that disagree: rejected, never broadcast
+])
+def test_serving_ids_rejects_out_of_range_ids(served, change, message):
+    # Negative or too-large ids used to return plausible probabilities.
+    _, _, path = served
+    model = load_task_model(path)
+    ok = {"input_word_ids": [[101, 2307, 102]], "input_mask": [[1, 1, 1]],
+          "input_type_ids": [[0, 0, 0]]}
+    body = {"signature_name": "serving_ids", "inputs": ok}
+    assert len(serving.predict(model, body)["outputs"]["probabilities"]) == 1
+    body["inputs"] = {**ok, **change}
+    with pytest.raises(serving.RequestError, match=message) as info:
+        serving.predict(model, body)
+    assert "\n" not in str(info.value)
+
+
+def test_predict_tool_prints_no_traceback_for_bad_ids(served, tmp_path):
+    _, _, path = served
+    request = tmp_path / "bad.json"
+    request.write_text(json.dumps({"signature_name": "serving_ids", "inputs": {
+        "input_word_ids": [[101, -1, 102]], "input_mask": [[1, 1, 1]],
+        "input_type_ids": [[0, 0, 0]]}}))
+    tool = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "predict.py")
+    proc = subprocess.run([sys.executable, tool, f"--saved_model_dir={path}",
+                           f"--request={request}"], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "predict: error: input_word_ids must be in [0, 30522)")

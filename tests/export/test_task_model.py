@@ -117,3 +117,31 @@ def test_export_replaces_atomically(exported):
     parent = os.path.dirname(path)
     assert sorted(os.listdir(parent)) == ["1"]
     assert os.path.isfile(os.path.join(path, "saved_model.pb"))
+
+
+def test_keras_tfsmlayer_loads_with_defaults(exported, run_python):
+    # `keras.layers.TFSMLayer(path)` calls the "serve" endpoint by default;
+    # a fresh Keras 3 process loads the task export with no arguments.
+    _, paths = exported
+    out = run_python(
+        "import json, keras, tensorflow as tf, tensorflow_text\n"
+        f"layer = keras.layers.TFSMLayer({paths['tagging']!r})\n"
+        "out = layer({'text': tf.constant(['Angela Merkel visited Paris .'])})\n"
+        "print(json.dumps(sorted(out)))\n")
+    assert "tags" in json.loads(out.strip().splitlines()[-1])
+
+
+def test_export_directories_are_readable_by_others(exported):
+    # TF Serving often runs as another user: no 0700 from the temporary dir.
+    import stat
+
+    _, paths = exported
+    for path in paths.values():
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+        assert mode & 0o055 == 0o055 & ~_umask(), oct(mode)
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -112,10 +112,12 @@ def test_frozen_encoder_head(tmp_path, minilm_dir, data_dir):
     from tfbert.convert import from_huggingface
 
     ckpt = from_huggingface(minilm_dir, str(tmp_path / "minilm"))
-    task = ClassificationTask(ClassificationConfig(
+    from tfbert.tasks.frozen_classification import FrozenClassificationTask
+
+    task = FrozenClassificationTask(dict(
         train_file=os.path.join(data_dir, "sentiment_train.tsv"),
-        dev_file=os.path.join(data_dir, "sentiment_dev.tsv"), seq_length=24))
-    train = TrainConfig(batch_size=16, frozen_encoder=True, head_epochs=20, verbose=0)
+        dev_file=os.path.join(data_dir, "sentiment_dev.tsv"), seq_length=24, head_epochs=20))
+    train = TrainConfig(batch_size=16, verbose=0)
     result = finetune(task, train, str(tmp_path / "frozen"), init_checkpoint=ckpt)
     print(f"frozen MiniLM, last four layers: dev accuracy {result.best_score:.3f}")
     assert result.best_score >= 0.8

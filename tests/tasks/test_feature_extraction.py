@@ -1,7 +1,6 @@
 """FeatureExtractionTask: features from strings equal the encoder's layers."""
 
 import numpy as np
-import pytest
 import tensorflow as tf
 
 from tfbert import BertEncoder
@@ -26,8 +25,14 @@ def test_features_from_strings(tiny_config, make_preprocessor):
     np.testing.assert_allclose(out["embedding"][1], want[1, :5].mean(0), atol=1e-5)
 
 
-def test_frozen_head_needs_classification(tiny_config):
-    from tfbert.tasks.feature_extraction import train_frozen_head
-
-    with pytest.raises(ValueError, match="classification and regression only"):
-        train_frozen_head(FeatureExtractionTask(), None, None, None, None, None, None)
+def test_feature_extraction_trains_nothing(tiny_config, make_preprocessor):
+    # `tools/finetune.py --task=feature_extraction` runs through the same
+    # contract: `fit` returns the features model untouched and no scores.
+    task = FeatureExtractionTask({"layers": [-1], "seq_length": 16}).prepare(make_preprocessor(16))
+    encoder = BertEncoder(tiny_config)
+    before = [w.numpy().copy() for w in encoder.weights]
+    model, scores = task.fit(encoder, None, None, tf.distribute.get_strategy(), None)
+    assert scores == [{}] and task.best_epoch(scores) == 0
+    for w, b in zip(encoder.weights, before):
+        np.testing.assert_array_equal(w.numpy(), b)
+    assert model.output["sentence_features"].shape[-1] == 128

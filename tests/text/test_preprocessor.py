@@ -153,3 +153,59 @@ def test_user_model_strings_to_logits_fits_and_reloads(tmp_path):
     probe = tf.constant(["a very good film!", "an awful movie."])
     np.testing.assert_allclose(reloaded(probe), model(probe), atol=1e-6)
     assert reloaded.get_layer("preprocessor").vocab.tokens == vocabulary
+
+
+# === What users pass: lists, NumPy arrays, bad items, segment mismatches ===
+
+
+@pytest.fixture()
+def pre(uncased_vocab_file):
+    return BertPreprocessor(vocab_file=uncased_vocab_file, seq_length=8, max_segments=2)
+
+
+def test_python_lists_and_numpy_arrays_are_accepted(pre):
+    want = pre(tf.constant(["Hello world", "Café"]))["input_word_ids"].numpy()
+    for given in (["Hello world", "Café"], ("Hello world", "Café"), [b"Hello world", "Café".encode()],
+                  np.array(["Hello world", "Café"]), np.array(["Hello world", "Café"], object)):
+        np.testing.assert_array_equal(pre(given)["input_word_ids"], want)
+    pairs = pre([["Hello world"], ["Café"]])["input_type_ids"].numpy()
+    assert pairs.tolist() == [[0, 0, 0, 0, 1, 1, 0, 0]]
+    assert pre([])["input_word_ids"].shape == (0, 8)
+
+
+@pytest.mark.parametrize("given, message", [
+    (["ok", None], r"^BertPreprocessor: text 1 is None; expected str or bytes\.$"),
+    (["ok", "fine", 3], r"^BertPreprocessor: text 2 is int 3; expected str or bytes\.$"),
+    (np.array([1.5, 2.5]), r"^BertPreprocessor: text 0 is float 1\.5; expected str or bytes\.$"),
+    ([["a"], "b"], r"text 0 is list"),
+])
+def test_bad_items_are_named(pre, given, message):
+    with pytest.raises(TypeError, match=message):
+        pre(given)
+
+
+def test_float_tensor_names_its_dtype(pre):
+    with pytest.raises(TypeError, match=r"^BertPreprocessor takes tf\.string texts, got a tensor of dtype float32 and shape \(2,\)\.$"):
+        pre(tf.constant([1.0, 2.0]))
+
+
+def test_ragged_strings_are_rejected_with_the_shape(pre):
+    with pytest.raises(ValueError, match=r"1-D batch of strings"):
+        pre(tf.ragged.constant([["a", "b"], ["c"]]))
+
+
+def test_segments_of_different_batch_sizes(pre):
+    with pytest.raises(ValueError, match=r"different batch sizes \[2, 1\]"):
+        pre([["one", "two"], ["three"]])
+
+
+def test_more_segments_than_type_vocab_size(pre, tmp_path, uncased_vocab_file):
+    with pytest.raises(ValueError, match=r"3 segments, but the encoder has type_vocab_size=2"):
+        pre([["a"], ["b"], ["c"]])
+    # from_pretrained reads type_vocab_size from the checkpoint's config.
+    (tmp_path / "vocab.txt").write_bytes(open(uncased_vocab_file, "rb").read())
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"format": "tfbert-checkpoint", "encoder": {"type_vocab_size": 3}}))
+    three = BertPreprocessor.from_pretrained(str(tmp_path), seq_length=8)
+    assert three.max_segments == 3
+    assert three([["a"], ["b"], ["c"]])["input_type_ids"].numpy().max() == 2

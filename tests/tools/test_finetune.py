@@ -77,3 +77,60 @@ def test_mirrored_strategy_on_two_cpu_devices(tmp_path, uncased_vocab_file):
     assert "XLA is off for a multi-replica strategy on CPU" in proc.stdout
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert os.path.isfile(os.path.join(summary["export_dir"], "saved_model.pb"))
+
+
+SENTIMENT = ["--task=classification", "--config=configs/finetune_sentiment.yaml",
+             "--set=train.steps_per_epoch=3", "--set=train.epochs=1", "--set=train.verbose=1",
+             "--set=train.jit_compile=false", "--set=train.tensorboard=false"]
+SMALL_ENCODER = ["--set=encoder.num_layers=1", "--set=encoder.hidden_size=64",
+                 "--set=encoder.num_heads=2", "--set=encoder.intermediate_size=128"]
+
+
+def test_random_init_by_config_bf16_summary_and_one_run_per_model_dir(
+        tmp_path, uncased_vocab_file, run_python):
+    # Random init of any architecture from --set encoder.*, no checkpoint;
+    # mixed_bfloat16 trains and the export still returns float32.
+    args = SENTIMENT + SMALL_ENCODER + [f"--set=vocab_file={uncased_vocab_file}",
+                                        f"--model_dir={tmp_path / 'run'}",
+                                        "--set=train.dtype_policy=mixed_bfloat16"]
+    proc = run_tool(*args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary_block = proc.stdout.split("Fine-tuning summary:")[1]
+    assert "train_examples   160" in summary_block
+    assert "labels           negative: 80, positive: 80" in summary_block
+    assert "truncated        0 of 160" in summary_block
+    assert "learning_rate    5e-05 (config)" in summary_block
+    assert "total_steps      3" in summary_block and "warmup_steps     0" in summary_block
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["recipe"]["dtype_policy"] == "mixed_bfloat16"
+    assert results["recipe"]["epochs"] == 1
+    out = run_python(
+        "import json, tensorflow as tf\nfrom tfbert.export.task_model import load_task_model\n"
+        f"m = load_task_model({results['export_dir']!r})\n"
+        "o = m.signatures['serving_default'](text=tf.constant(['A fine film .']))\n"
+        "print(json.dumps([o['probabilities'].dtype.name, o['logits'].shape.as_list()]))\n")
+    assert json.loads(out.strip().splitlines()[-1]) == ["float32", [1, 2]]
+
+    # Same model_dir, another config: refused with the change named, no traceback.
+    proc = run_tool(*args, "--set=train.learning_rate=1e-3")
+    assert proc.returncode == 1
+    assert "holds a run with another config (train.learning_rate: 5e-05 -> 0.001)" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    # --overwrite starts fresh.
+    proc = run_tool(*args, "--set=train.learning_rate=1e-3", "--overwrite")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["recipe"]["learning_rate"] == 1e-3
+
+
+@pytest.mark.parametrize("tool", ["finetune", "pretrain"])
+def test_tpu_flag_reaches_the_config(tool, run_python):
+    load = {"finetune": "finetune.load_config()[0]", "pretrain": "pretrain.config_from_flags()"}
+    argv = {"finetune": ["finetune", "--task=classification",
+                         "--config=configs/finetune_sentiment.yaml", "--model_dir=/tmp/x"],
+            "pretrain": ["pretrain"]}
+    out = run_python(
+        f"import sys, os\nos.chdir({ROOT!r})\nsys.path.insert(0, 'tools')\nimport {tool}\n"
+        f"{tool}.FLAGS({argv[tool] + ['--tpu=my-tpu', '--distribution_strategy=tpu']!r})\n"
+        f"cfg = {load[tool]}\nprint(cfg.tpu, cfg.distribution_strategy)\n")
+    assert out.strip().splitlines()[-1] == "my-tpu tpu"

@@ -13,6 +13,8 @@ Example:
 >>> from tfbert.convert import from_huggingface
 >>> out = from_huggingface("all-MiniLM-L6-v2/", "/tmp/minilm")  # doctest: +SKIP
 >>> encoder = tfbert.BertEncoder.from_pretrained(out)  # doctest: +SKIP
+
+(`tfbert.convert.huggingface` runs the same on the real files.)
 """
 
 from tfbert.convert.google import from_google

@@ -89,6 +89,137 @@ def head_weight_shapes(config):
     }
 
 
+# tfbert BertConfig field -> (source config key, default when absent; None = required).
+# The key names are google-research/bert's, which transformers kept; each
+# converter adds its own defaults on top.
+BERT_CONFIG_KEYS = {
+    "vocab_size": ("vocab_size", None),
+    "hidden_size": ("hidden_size", None),
+    "num_layers": ("num_hidden_layers", None),
+    "num_heads": ("num_attention_heads", None),
+    "intermediate_size": ("intermediate_size", None),
+    "dropout_rate": ("hidden_dropout_prob", 0.1),
+    "attention_dropout_rate": ("attention_probs_dropout_prob", 0.1),
+    "max_position_embeddings": ("max_position_embeddings", 512),
+    "initializer_range": ("initializer_range", 0.02),
+}
+
+
+def config_values(source_config, keys, activations, source):
+    """`{BertConfig field: value}` read from a source config dict by `keys`
+    (see `BERT_CONFIG_KEYS`), with `hidden_act` mapped through `activations`.
+
+    Example:
+    >>> config_values({"vocab_size": 9, "hidden_act": "gelu"}, {"vocab_size": ("vocab_size", None)},
+    ...               {"gelu": "gelu_tanh"}, "bert_config.json")
+    {'vocab_size': 9, 'hidden_act': 'gelu_tanh'}
+    """
+    if not isinstance(source_config, dict):
+        raise ValueError(f"{source}: expected a JSON object.")
+    values = {}
+    for field, (key, default) in keys.items():
+        if key not in source_config and default is None:
+            raise ValueError(f"{source}: required key {key!r} is missing.")
+        values[field] = source_config.get(key, default)
+    act = source_config.get("hidden_act", "gelu")
+    if not isinstance(act, str) or act not in activations:
+        raise ValueError(f"{source}: hidden_act {act!r} is not supported; tfbert converts "
+                         f"{sorted(activations)}.")
+    values["hidden_act"] = activations[act]
+    return values
+
+
+def bert_rules(config, names, layer_norm, out_in):
+    """The `Rule`s of a BERT checkpoint (encoder, pooler, MLM and NSP heads)
+    from its naming scheme; the Google and Hugging Face converters differ
+    only in `names`, `layer_norm` and the kernel layout.
+
+    Args:
+        names: `{tfbert target: source name}`; targets of transformer layers
+            contain `{i}` (formatted with the layer index in both), layer
+            norms map to the source prefix of their scale and shift.
+        layer_norm: `fn(source prefix) -> (scale name, shift name)`.
+        out_in: dense kernels are stored `[out, in]` (PyTorch `nn.Linear`)
+            rather than `[in, out]` (TensorFlow), so they are transposed.
+
+    Example:
+    >>> from tfbert import BertConfig
+    >>> rules = bert_rules(BertConfig.from_preset("tiny", num_layers=1),
+    ...                    {k: k.replace("encoder/", "src.") for k in BERT_TARGETS},
+    ...                    lambda p: (p + ".w", p + ".b"), out_in=True)
+    >>> [r.source for r in rules if "query" in r.target]
+    ['src.transformer_layer_0/self_attention/query/kernel', 'src.transformer_layer_0/self_attention/query/bias']
+    """
+    h, heads, inter = config.hidden_size, config.num_heads, config.intermediate_size
+    head_dim = h // heads
+    kernel = (lambda w: w.T) if out_in else identity
+
+    def dense(n_in, n_out):  # source shape of a dense kernel, and its transform
+        return ((n_out, n_in) if out_in else (n_in, n_out)), kernel
+
+    shapes = {  # target template -> (source shape, transform); None: a layer norm
+        "encoder/embeddings/word_embeddings/embeddings": ((config.vocab_size, h), identity),
+        "encoder/embeddings/position_embeddings": ((config.max_position_embeddings, h), identity),
+        "encoder/embeddings/token_type_embeddings/embeddings":
+            ((config.type_vocab_size, h), identity),
+        "encoder/embeddings/layer_norm": None,
+    }
+    for proj in ("query", "key", "value"):
+        shapes[f"{LAYER}/self_attention/{proj}/kernel"] = (
+            dense(h, h)[0], lambda w: kernel(w).reshape(h, heads, head_dim))
+        shapes[f"{LAYER}/self_attention/{proj}/bias"] = (
+            (h,), lambda b: b.reshape(heads, head_dim))
+    shapes.update({
+        f"{LAYER}/self_attention/attention_output/kernel":
+            (dense(h, h)[0], lambda w: kernel(w).reshape(heads, head_dim, h)),
+        f"{LAYER}/self_attention/attention_output/bias": ((h,), identity),
+        f"{LAYER}/attention_layer_norm": None,
+        f"{LAYER}/intermediate_dense/kernel": dense(h, inter),
+        f"{LAYER}/intermediate_dense/bias": ((inter,), identity),
+        f"{LAYER}/output_dense/kernel": dense(inter, h),
+        f"{LAYER}/output_dense/bias": ((h,), identity),
+        f"{LAYER}/output_layer_norm": None,
+        "encoder/pooler/kernel": dense(h, h),
+        "encoder/pooler/bias": ((h,), identity),
+        "mlm/transform/kernel": dense(h, h),
+        "mlm/transform/bias": ((h,), identity),
+        "mlm/layer_norm": None,
+        "mlm/output_bias": ((config.vocab_size,), identity),
+        # Both sources store the NSP kernel as [2, hidden].
+        "nsp/kernel": ((2, h), lambda w: w.T),
+        "nsp/bias": ((2,), identity),
+    })
+
+    rules = []
+    for template, spec in shapes.items():
+        group = template.split("/")[0] if template.split("/")[0] in ("mlm", "nsp") else None
+        for i in range(config.num_layers) if "{i}" in template else [0]:
+            target, source = template.format(i=i), names[template].format(i=i)
+            if spec is None:
+                scale, shift = layer_norm(source)
+                rules += [Rule(f"{target}/gamma", scale, (h,), identity, group),
+                          Rule(f"{target}/beta", shift, (h,), identity, group)]
+            else:
+                rules.append(Rule(target, source, spec[0], spec[1], group))
+    return rules
+
+
+LAYER = "encoder/transformer_layer_{i}"
+# Every target template `bert_rules` asks `names` for.
+BERT_TARGETS = (
+    "encoder/embeddings/word_embeddings/embeddings", "encoder/embeddings/position_embeddings",
+    "encoder/embeddings/token_type_embeddings/embeddings", "encoder/embeddings/layer_norm",
+    *(f"{LAYER}/self_attention/{p}/{w}" for p in ("query", "key", "value")
+      for w in ("kernel", "bias")),
+    f"{LAYER}/self_attention/attention_output/kernel",
+    f"{LAYER}/self_attention/attention_output/bias", f"{LAYER}/attention_layer_norm",
+    f"{LAYER}/intermediate_dense/kernel", f"{LAYER}/intermediate_dense/bias",
+    f"{LAYER}/output_dense/kernel", f"{LAYER}/output_dense/bias", f"{LAYER}/output_layer_norm",
+    "encoder/pooler/kernel", "encoder/pooler/bias", "mlm/transform/kernel", "mlm/transform/bias",
+    "mlm/layer_norm", "mlm/output_bias", "nsp/kernel", "nsp/bias",
+)
+
+
 def convert_weights(reader, rules, config, skip=(), tied=None, label="checkpoint"):
     """Applies `rules` to the tensors of `reader`; returns `{target: float32 array}`.
 

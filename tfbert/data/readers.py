@@ -5,10 +5,10 @@ seconds. Readers return plain Python lists; `tfbert.tasks` turns them into
 `tf.data` pipelines (tokenization happens there, in the graph).
 
 Example (a GLUE SST-2 style TSV with a header line `sentence<TAB>label`):
->>> examples = read_labeled_text("train.tsv", text_column="sentence",
-...                              label_column="label")  # doctest: +SKIP
->>> examples.text[0], examples.label[0]  # doctest: +SKIP
-('a gripping , funny film', '1')
+>>> examples = read_labeled_text("tests/data/finetune/sentiment_train.tsv",
+...                              text_column="sentence", label_column="label")
+>>> examples.text[0], examples.label[0]
+('I think the video game made me happy .', 'positive')
 """
 
 import csv
@@ -72,8 +72,18 @@ def _format_of(path, fmt):
 
 
 def _rows(path, fmt):
-    """Yields (line_number, row): a list of fields (tsv/csv) or a dict (jsonl)."""
-    with open(path, encoding="utf-8", newline="") as f:
+    """Yields (line_number, row): a list of fields (tsv/csv) or a dict (jsonl).
+    A UTF-8 byte-order mark (Excel, Notepad) is skipped."""
+    try:
+        yield from _rows_of_text(path, fmt)
+    except UnicodeDecodeError as e:
+        with open(path, "rb") as f:
+            line = f.read()[: e.start].count(b"\n") + 1
+        raise ValueError(f"{path}, line {line}: not UTF-8 text ({e.reason}).") from None
+
+
+def _rows_of_text(path, fmt):
+    with open(path, encoding="utf-8-sig", newline="") as f:
         if fmt == "jsonl":
             for n, line in enumerate(f, 1):
                 if not line.strip():
@@ -89,13 +99,20 @@ def _rows(path, fmt):
                 yield n, row
             return
         # GLUE TSVs contain bare quote characters, so TSV reads without quoting.
+        # strict: an unterminated quote is an error, not one field that
+        # silently swallows every later row.
         reader = (csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE) if fmt == "tsv"
-                  else csv.reader(f))
+                  else csv.reader(f, strict=True))
+        start = 1  # line where the row being read begins
         try:
             for row in reader:
                 if row and any(field.strip() for field in row):
-                    yield reader.line_num, row
+                    yield start, row
+                start = reader.line_num + 1
         except csv.Error as e:
+            if "unexpected end of data" in str(e):
+                raise ValueError(f"{path}, line {start}: a quote opened on this line is never "
+                                 "closed.") from None
             raise ValueError(f"{path}, line {reader.line_num}: malformed CSV ({e}).") from None
 
 
@@ -222,7 +239,7 @@ def read_conll(path, word_column=0, tag_column=-1):
 
     needed = max(word_column if word_column >= 0 else -word_column - 1,
                  tag_column if tag_column >= 0 else -tag_column - 1) + 1
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8-sig") as f:  # skips a byte-order mark
         for n, line in enumerate(f, 1):
             fields = line.split()
             if not fields:

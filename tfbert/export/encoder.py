@@ -19,6 +19,7 @@ import os
 import tensorflow as tf
 
 from tfbert.checkpoint import atomic_dir
+from tfbert.export.input_check import check_ids
 from tfbert.encoder import INPUT_NAMES
 from tfbert.export.op_check import check_op_rule
 
@@ -80,9 +81,13 @@ def export_encoder(encoder, output_dir, vocab_file=None, lower_case=True, pretra
 
     @tf.function(input_signature=[_input_spec()])
     def serve(inputs):
-        return _flat_outputs(encoder(dict(inputs), training=False))
+        inputs = check_ids(dict(inputs), encoder.config.vocab_size, encoder.config.type_vocab_size)
+        return _flat_outputs(encoder(inputs, training=False))
 
     signatures = {"serving_default": serve}
+    # `keras.layers.TFSMLayer(path)` calls the attribute `serve` by default,
+    # with one dict argument (a signature takes keywords only).
+    root.serve = serve
 
     if pretrainer is not None:
         if pretrainer.encoder is not encoder:

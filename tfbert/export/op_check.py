@@ -89,8 +89,12 @@ def check_op_rule(path):
     ops (`EagerPyFunc`, `PyFunc`, `PyFuncStateless`).
 
     Example:
-    >>> check_op_rule("saved_models/preprocessor")  # doctest: +SKIP
-    ['Const', 'FastWordpieceTokenizeWithOffsets', ...]
+    >>> import tempfile
+    >>> from tfbert.export.preprocessor import export_preprocessor
+    >>> pre = BertPreprocessor(vocabulary=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"])
+    >>> ops = check_op_rule(export_preprocessor(pre, tempfile.mkdtemp() + "/pre"))
+    >>> [op for op in ops if op.startswith("Fast")]
+    ['FastWordpieceTokenizeWithOffsets']
     """
     ops = list_saved_model_ops(path)
     custom = [op for op in non_core_ops(ops) if op not in ALLOWED_CUSTOM_OPS]

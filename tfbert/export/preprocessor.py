@@ -52,9 +52,13 @@ class _PreprocessorModule(tf.Module):
                 segments, seq_length
             )
         )
-        for count in (1, 2):
+        # As TF Hub's preprocessors: any seq_length (a scalar tensor, checked
+        # in the graph), e.g. `hub.KerasLayer(pre.bert_pack_inputs,
+        # arguments=dict(seq_length=64))`, and 1..N segments (N: the
+        # encoder's type_vocab_size, at least 3).
+        for count in range(1, max(3, preprocessor.max_segments or 0) + 1):
             pack.get_concrete_function([SEGMENT] * count)
-            pack.get_concrete_function([SEGMENT] * count, seq_length)
+            pack.get_concrete_function([SEGMENT] * count, tf.TensorSpec([], tf.int32))
         self.bert_pack_inputs = pack
 
         # === Serving signatures (dense tensors) ===
@@ -141,8 +145,50 @@ def export_preprocessor(preprocessor, output_dir, seq_length=None):
 
 
 def load_preprocessor(path):
-    """Loads an exported preprocessor (registers the tf-text ops first)."""
+    """Loads an exported preprocessor (registers the tf-text ops first).
+
+    Returns the loaded object behind a thin wrapper whose `__call__`,
+    `tokenize` and `tokenize_with_offsets` accept lists of str too and give
+    a one-line error for non-strings or a wrong rank (the raw SavedModel
+    functions raise TF's multi-page "could not find matching concrete
+    function"); everything else (`bert_pack_inputs`, `signatures`, ...) is the
+    loaded object's own.
+    """
     require_tf_text_ops()
     if not os.path.isfile(os.path.join(path, "saved_model.pb")):
         raise FileNotFoundError(f"No exported preprocessor at {path} (saved_model.pb missing).")
-    return tf.saved_model.load(path)
+    return LoadedPreprocessor(tf.saved_model.load(path))
+
+
+class LoadedPreprocessor:
+    """An exported preprocessor with checked string inputs (see `load_preprocessor`)."""
+
+    def __init__(self, loaded):
+        self._loaded = loaded
+
+    def __getattr__(self, name):
+        return getattr(self._loaded, name)
+
+    def __call__(self, text):
+        return self._loaded(_strings(text, "preprocessor(text)"))
+
+    def tokenize(self, text):
+        return self._loaded.tokenize(_strings(text, "tokenize(text)"))
+
+    def tokenize_with_offsets(self, text):
+        return self._loaded.tokenize_with_offsets(_strings(text, "tokenize_with_offsets(text)"))
+
+
+def _strings(text, what):
+    if isinstance(text, (list, tuple)):
+        bad = [i for i, t in enumerate(text) if not isinstance(t, (str, bytes))]
+        if bad:
+            raise TypeError(f"{what}: item {bad[0]} is {type(text[bad[0]]).__name__}; "
+                            "expected str or bytes.")
+        return tf.constant(list(text), tf.string, shape=[len(text)])
+    text = tf.convert_to_tensor(text)
+    if text.dtype != tf.string:
+        raise TypeError(f"{what} takes a 1-D tf.string batch, got dtype {text.dtype.name}.")
+    if text.shape.rank != 1:
+        raise ValueError(f"{what} takes a 1-D tf.string batch [batch], got shape {text.shape}.")
+    return text

@@ -15,6 +15,7 @@ would, so exported models can be checked end to end without it:
 import base64
 import binascii
 import json
+import re
 
 import numpy as np
 import tensorflow as tf
@@ -59,7 +60,12 @@ def predict(saved_model, body):
     if missing or extra:
         raise RequestError(f"Inputs must be {sorted(specs)}; missing {missing}, unexpected {extra}.")
     tensors = {k: _to_tensor(columns[k], specs[k], k) for k in specs}
-    outputs = fn(**tensors)
+    try:
+        outputs = fn(**tensors)
+    except tf.errors.InvalidArgumentError as e:
+        # The graph's input checks (tfbert.export.input_check) and shape
+        # mismatches between inputs: HTTP 400 in TF Serving.
+        raise RequestError(_first_line(e.message)) from None
     plain = {k: _to_json(v.numpy()) for k, v in outputs.items()}
     if not row_format:
         return {"outputs": plain}
@@ -90,6 +96,15 @@ def _to_tensor(value, spec, name):
     if not spec.shape.is_compatible_with(tensor.shape):
         raise RequestError(f"Input {name!r} has shape {tensor.shape}, the signature wants {spec.shape}.")
     return tensor
+
+
+def _first_line(message):
+    """The graph's own message, without TF's function-node prefix and tensor dumps."""
+    check = re.search(r"\w+ must (?:be in \[-?\d+, \d+\)|hold 0 or 1)", message)
+    if check:
+        return check.group(0)
+    line = next((l.strip() for l in message.splitlines() if l.strip()), "invalid argument")
+    return re.sub(r"^\{\{function_node [^}]*\}\}\s*", "", line)
 
 
 def _string_bytes(value):

@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from tfbert import checkpoint
 from tfbert.encoder import INPUT_NAMES
+from tfbert.export.input_check import check_ids, find_encoder_config
 from tfbert.export.op_check import check_op_rule
 from tfbert.export.tf_text_ops import require_tf_text_ops
 
@@ -48,6 +49,14 @@ def export_task_model(export_dir, serve_text, serve_ids, text_inputs=("text",), 
             obj.build(None)
         archive.track(obj)
     archive.add_endpoint("serving_default", lambda inputs: serve_text(inputs), [text_spec])
+    # "serve": the endpoint `keras.layers.TFSMLayer(path)` calls by default.
+    archive.add_endpoint("serve", lambda inputs: serve_text(inputs), [text_spec])
+    config = find_encoder_config(track)
+    if config is not None:  # out-of-range ids: a clear error, not plausible garbage
+        checked_serve_ids = serve_ids
+
+        def serve_ids(inputs):
+            return checked_serve_ids(check_ids(inputs, config.vocab_size, config.type_vocab_size))
     archive.add_endpoint(IDS_SIGNATURE, lambda inputs: serve_ids(inputs), [ids_spec])
     with checkpoint.atomic_dir(export_dir) as tmp:
         archive.write_out(tmp, verbose=False)

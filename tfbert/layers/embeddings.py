@@ -14,7 +14,7 @@ class BertEmbeddings(keras.layers.Layer):
 
     Example:
     >>> layer = BertEmbeddings(vocab_size=100, hidden_size=8)
-    >>> layer(ops.ones((2, 5), "int32"), ops.zeros((2, 5), "int32")).shape
+    >>> tuple(layer(ops.ones((2, 5), "int32"), ops.zeros((2, 5), "int32")).shape)
     (2, 5, 8)
     """
 

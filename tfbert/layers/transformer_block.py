@@ -15,7 +15,7 @@ class TransformerBlock(keras.layers.Layer):
 
     Example:
     >>> block = TransformerBlock(hidden_size=8, num_heads=2, intermediate_size=16)
-    >>> block(keras.ops.ones((2, 3, 8))).shape
+    >>> tuple(block(keras.ops.ones((2, 3, 8))).shape)
     (2, 3, 8)
     """
 

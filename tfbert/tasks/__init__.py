@@ -1,19 +1,40 @@
-"""Fine-tuning tasks, one file each, with the same small interface.
+"""Fine-tuning tasks: one class per file, one contract (`tfbert.tasks.base.Task`).
 
-A task object (e.g. `ClassificationTask(config)`) knows how to:
+`TASKS` maps each `--task` name to its class; it is built here, from the
+imports below, and nowhere else (no registration by import side effect).
+`tfbert.tasks.runner.finetune` trains any of them.
 
-- `prepare(preprocessor)`: read the training file, fix the label list;
-- `dataset(path, batch_size, training)`: a `tf.data` pipeline of
-  `(inputs, targets[, sample_weights])` with tokenization in the graph;
-- `build_model(encoder)`: the Keras model (encoder + head);
-- `loss()`, `metrics()`: what `model.compile` takes;
-- `eval_data(path, batch_size)` and `score(predictions, reference)`: the
-  task metric on a dev file (GLUE scores, seqeval F1), `main_metric` names
-  the one used to keep the best checkpoint;
-- `predict(model, texts, ...)`: Python results from raw strings;
-- `export(model, export_dir)`: the end-to-end SavedModel
-  (`tfbert.export.task_model`).
-
-`tfbert.tasks.runner.finetune` trains any of them; `tools/finetune.py` picks
-one from a plain dict.
+Example:
+>>> sorted(TASKS)[:3]
+['classification', 'feature_extraction', 'frozen_classification']
+>>> get_task("regression").config_class.__name__
+'ClassificationConfig'
 """
+
+from tfbert.tasks.base import Task
+from tfbert.tasks.classification import ClassificationTask, RegressionTask
+from tfbert.tasks.feature_extraction import FeatureExtractionTask
+from tfbert.tasks.frozen_classification import FrozenClassificationTask
+from tfbert.tasks.question_answering import QuestionAnsweringTask
+from tfbert.tasks.sentence_embedding import SentenceEmbeddingTask
+from tfbert.tasks.tagging import TaggingTask
+
+TASKS = {task.name: task for task in (
+    ClassificationTask,
+    RegressionTask,
+    TaggingTask,
+    FrozenClassificationTask,
+    FeatureExtractionTask,
+    QuestionAnsweringTask,
+    SentenceEmbeddingTask,
+)}
+
+
+def get_task(name):
+    """The task class registered as `name`; unknown names list the known ones."""
+    if name not in TASKS:
+        raise ValueError(f"Unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}.")
+    return TASKS[name]
+
+
+__all__ = ["TASKS", "Task", "get_task"]

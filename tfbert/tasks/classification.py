@@ -10,9 +10,12 @@ Example:
 ...     train_file="tests/data/finetune/sentiment_train.tsv",
 ...     dev_file="tests/data/finetune/sentiment_dev.tsv",
 ...     text_column="sentence", label_column="label", seq_length=32))
->>> task.prepare(BertPreprocessor(vocab_file="vocab.txt", seq_length=32))  # doctest: +SKIP
->>> task.label_list  # doctest: +SKIP
+>>> _ = task.prepare(BertPreprocessor(vocab_file="tests/data/pretraining/vocab.txt",
+...                                   seq_length=32))
+>>> task.label_list
 ['negative', 'positive']
+>>> task.num_examples(task.config.train_file)
+160
 """
 
 import dataclasses
@@ -23,9 +26,11 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert.data import readers
+from tfbert.experiment import at_least, in_range, validate
 from tfbert.export.task_model import export_task_model
 from tfbert.metrics import glue
 from tfbert.models.classifier import BertClassifier
+from tfbert.tasks.base import Task
 
 Column = Optional[Union[str, int]]
 
@@ -43,26 +48,30 @@ class ClassificationConfig:
     label_column: Column = "label"
     label_list: Optional[list] = None  # default: sorted labels of the training file
     regression: bool = False
-    seq_length: int = 128
-    dropout: float = 0.1
+    seq_length: int = at_least(2, 128)
+    dropout: float = in_range(0.0, 1.0, 0.1, high_open=True)
     main_metric: Optional[str] = None  # default: accuracy, or corr for regression
 
+    def __post_init__(self):
+        validate(self)
 
-class ClassificationTask:
+
+class ClassificationTask(Task):
     """Classification (or regression with `config.regression=True`) on [CLS]."""
 
-    def __init__(self, config, regression=None):
-        if isinstance(config, dict):
-            config = ClassificationConfig(**config)
+    name = "classification"
+    config_class = ClassificationConfig
+
+    def __init__(self, config=None, regression=None):
+        super().__init__(config)
         if regression is not None:
-            config = dataclasses.replace(config, regression=bool(regression))
-        self.config = config
+            self.config = dataclasses.replace(self.config, regression=bool(regression))
+        config = self.config
         self.regression = config.regression
         self.pairs = config.text_b_column is not None
         self.label_list = [str(l) for l in config.label_list] if config.label_list else None
         self.main_metric = config.main_metric or ("corr" if self.regression else "accuracy")
         self.text_inputs = ("text", "text_b") if self.pairs else ("text",)
-        self.preprocessor = None
 
     @property
     def num_outputs(self):
@@ -121,6 +130,25 @@ class ClassificationTask:
     def num_examples(self, path):
         return len(self.read(path)[0])
 
+    def summary(self):
+        """Label counts and how many training examples get truncated."""
+        examples, targets = self.read(self.config.train_file)
+        out = {"task": self.name}
+        if not self.regression:
+            counts = np.bincount(targets, minlength=len(self.label_list))
+            out["labels"] = ", ".join(f"{l}: {c}" for l, c in zip(self.label_list, counts))
+        # [CLS] a [SEP] (b [SEP]): 2 or 3 positions are not text.
+        budget = self.config.seq_length - (3 if self.pairs else 2)
+        lengths = np.zeros(len(examples), np.int64)
+        for column in ("text", "text_b") if self.pairs else ("text",):
+            texts = getattr(examples, column)
+            for i in range(0, len(texts), 512):
+                pieces = self.preprocessor.tokenize(tf.constant(texts[i:i + 512]))
+                lengths[i:i + 512] += pieces.merge_dims(1, 2).row_lengths().numpy()
+        truncated = int((lengths > budget).sum())
+        out["truncated"] = f"{truncated} of {len(examples)} (longer than seq_length)"
+        return out
+
     # === Model, loss, metrics ===
 
     def build_model(self, encoder):
@@ -151,6 +179,26 @@ class ClassificationTask:
         if self.regression:
             return glue.regression_metrics(targets, logits[:, 0])
         return glue.classification_metrics(targets, logits.argmax(-1), len(self.label_list))
+
+    def write_predictions(self, model, dev, out_dir):
+        """`dev_predictions.tsv`: line, gold and predicted label (or score)
+        per dev example (read by `tools/visualize.py --kind=confusion`)."""
+        import csv
+        import os
+
+        inputs, targets = dev
+        outputs = np.asarray(model.predict(inputs, verbose=0))
+        path = os.path.join(out_dir, "dev_predictions.tsv")
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            writer = csv.writer(f, delimiter="\t", lineterminator="\n")
+            writer.writerow(["index", "gold", "predicted"])
+            for i, (gold, out) in enumerate(zip(targets, outputs)):
+                if self.regression:
+                    writer.writerow([i, f"{float(gold):g}", f"{float(out[0]):g}"])
+                else:
+                    writer.writerow([i, self.label_list[int(gold)],
+                                     self.label_list[int(np.argmax(out))]])
+        return [path]
 
     # === Raw strings: prediction and export ===
 
@@ -192,3 +240,12 @@ class ClassificationTask:
 
         return export_task_model(export_dir, serve_text, serve_ids, self.text_inputs,
                                  track=[model, self.preprocessor])
+
+
+class RegressionTask(ClassificationTask):
+    """`ClassificationTask` with one float output (MSE; Pearson/Spearman on dev)."""
+
+    name = "regression"
+
+    def __init__(self, config=None):
+        super().__init__(config, regression=True)

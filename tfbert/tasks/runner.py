@@ -1,65 +1,42 @@
 """`finetune`: trains any task (BERT paper recipe), keeps the best dev checkpoint, exports.
 
-The recipe: AdamW with linear warmup over 10% of the steps and linear decay
-to 0, batch 16/32, learning rate 5e-5/3e-5/2e-5, 2-4 epochs; `model.fit`
-with XLA; the task metric on the dev file after every epoch; the best
-epoch's weights are kept (`<model_dir>/best.weights.h5`) and exported.
+The recipe (`TrainConfig`): AdamW with linear warmup over 10% of the steps
+and linear decay to 0, batch 16/32, learning rate 5e-5/3e-5/2e-5, 2-4 epochs;
+`model.fit` with XLA; the task metric on the dev file after every epoch; the
+best epoch's weights are kept (`<model_dir>/best.weights.h5`) and exported.
+How a task trains is the task's `fit` (`tfbert.tasks.base.Task`).
 
-Example:
->>> task = ClassificationTask(ClassificationConfig(train_file=..., dev_file=...))  # doctest: +SKIP
->>> result = finetune(task, TrainConfig(epochs=3), "/tmp/sst2",
-...                   init_checkpoint="checkpoints/minilm")  # doctest: +SKIP
->>> result.best_score, result.export_dir  # doctest: +SKIP
+Example (a tiny random encoder, two short epochs; use `init_checkpoint=`
+for pretrained weights):
+>>> import tempfile
+>>> from tfbert.tasks.classification import ClassificationTask
+>>> task = ClassificationTask({"train_file": "tests/data/finetune/sentiment_train.tsv",
+...                            "dev_file": "tests/data/finetune/sentiment_dev.tsv",
+...                            "seq_length": 16})
+>>> result = finetune(task, TrainConfig(epochs=2, steps_per_epoch=3, batch_size=8,
+...                                     jit_compile=False, verbose=0), tempfile.mkdtemp(),
+...                   encoder_config=BertConfig.from_preset("tiny", vocab_size=1931),
+...                   vocab_file="tests/data/pretraining/vocab.txt")
+>>> result.main_metric, len(result.dev_scores), sorted(result.dev_scores[0])
+('accuracy', 2, ['accuracy', 'f1', 'mcc'])
 """
 
 import dataclasses
-import math
 import os
-import tempfile
 import time
 from typing import Optional
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from tfbert import checkpoint
 from tfbert.config import BertConfig
 from tfbert.encoder import BertEncoder
 from tfbert.text.preprocessor import BertPreprocessor
-from tfbert.train import callbacks as train_callbacks
-from tfbert.train.optimizer import create_optimizer
-from tfbert.train.multi_worker import is_chief, with_auto_shard
+from tfbert.train import recipe
+from tfbert.train.evaluation import BEST_WEIGHTS  # noqa: F401  (re-exported)
 from tfbert.train.strategy import xla_supported
-
-BEST_WEIGHTS = "best.weights.h5"
-
-
-@dataclasses.dataclass
-class TrainConfig:
-    """The `train:` section of a finetune YAML (BERT paper defaults)."""
-
-    batch_size: int = 32
-    eval_batch_size: int = 64
-    learning_rate: float = 5e-5
-    epochs: int = 3
-    steps_per_epoch: Optional[int] = None  # default: one pass over the training file
-    warmup_fraction: float = 0.1
-    weight_decay: float = 0.01
-    optimizer_type: str = "adamw"
-    clipnorm: float = 1.0
-    seed: int = 42
-    jit_compile: bool = True
-    tensorboard: bool = False
-    verbose: int = 2
-    # Frozen-encoder mode (classification/regression): features of the
-    # chosen layers are computed once, then only a dense head is trained.
-    frozen_encoder: bool = False
-    frozen_layers: tuple = (-4, -3, -2, -1)
-    frozen_combine: str = "concat"
-    frozen_pooling: str = "mean"
-    head_learning_rate: float = 1e-3
-    head_epochs: int = 30
+from tfbert.train.train_config import TrainConfig
 
 
 @dataclasses.dataclass
@@ -72,34 +49,8 @@ class FinetuneResult:
     main_metric: str
     seconds: float
     export_dir: Optional[str] = None
-
-
-class DevEvaluation(keras.callbacks.Callback):
-    """After each epoch: the task metrics on the dev file, added to the logs
-    as `dev_<name>` (so `ModelCheckpoint`, CSV and TensorBoard see them).
-
-    Written by hand because GLUE/seqeval metrics (MCC, Spearman, entity F1)
-    are not streaming Keras metrics; `model.predict` gives all outputs at once.
-    """
-
-    def __init__(self, task, dev_inputs, reference, verbose=1):
-        super().__init__()
-        self.task = task
-        self.dev_inputs = dev_inputs
-        self.reference = reference
-        self.verbose = verbose
-        self.scores = []
-
-    def on_epoch_end(self, epoch, logs=None):
-        predictions = self.model.predict(self.dev_inputs, verbose=0)
-        scores = self.task.score(predictions, self.reference)
-        self.scores.append(scores)
-        flat = {k: float(v) for k, v in scores.items() if np.isscalar(v)}
-        if logs is not None:
-            logs.update({f"dev_{k}": v for k, v in flat.items()})
-        if self.verbose:
-            shown = ", ".join(f"{k}={v:.4f}" for k, v in flat.items())
-            print(f"epoch {epoch + 1}: dev {shown}", flush=True)
+    dev: object = None  # `task.eval_data(dev_file)`, for `task.write_predictions`
+    summary: dict = None  # data and the resolved recipe (`training_summary`)
 
 
 def build_encoder_and_preprocessor(init_checkpoint=None, encoder_config=None, vocab_file=None,
@@ -132,9 +83,37 @@ def use_xla(train, strategy):
     return train.jit_compile
 
 
+def training_summary(task, train, encoder_config):
+    """`(train with the recipe resolved, summary dict)`: what a user should
+    see before training starts (examples, labels, steps, warmup, truncation,
+    and how the learning rate and epochs were chosen)."""
+    train_file = getattr(task.config, "train_file", "")
+    n = task.num_examples(train_file) if train_file else 0
+    train, notes = recipe.resolve(train, n, encoder_config)
+    steps = train.steps_per_epoch or max(1, n // train.batch_size)
+    total = steps * train.epochs
+    summary = {**task.summary(), "train_examples": n,
+               "seq_length": getattr(task.config, "seq_length", None),
+               "batch_size": train.batch_size, "steps_per_epoch": steps,
+               "total_steps": total, "warmup_steps": int(train.warmup_fraction * total),
+               "learning_rate": train.learning_rate, "epochs": train.epochs,
+               "recipe": notes, "dtype_policy": train.dtype_policy or "float32"}
+    return train, summary
+
+
+def format_summary(summary):
+    lines = ["Fine-tuning summary:"]
+    for key, value in summary.items():
+        if key == "recipe":
+            continue
+        lines.append(f"  {key:<16} {summary['recipe'].get(key, value)}")
+    return "\n".join(lines)
+
+
 def finetune(task, train, model_dir, init_checkpoint=None, encoder_config=None, vocab_file=None,
              lower_case=True, strategy=None, export_dir=None):
-    """Fine-tunes `task` and returns a `FinetuneResult` (best weights loaded).
+    """Fine-tunes `task` (any `tfbert.tasks.base.Task`) and returns a
+    `FinetuneResult` (best weights loaded).
 
     `export_dir`: where to write the end-to-end SavedModel (None: no export).
     """
@@ -143,6 +122,18 @@ def finetune(task, train, model_dir, init_checkpoint=None, encoder_config=None, 
     strategy = strategy or tf.distribute.get_strategy()
     train = dataclasses.replace(train, jit_compile=use_xla(train, strategy))
     keras.utils.set_random_seed(train.seed)
+    previous_policy = keras.config.dtype_policy()
+    if train.dtype_policy:
+        keras.config.set_dtype_policy(train.dtype_policy)
+    try:
+        return _finetune(task, train, model_dir, init_checkpoint, encoder_config, vocab_file,
+                         lower_case, strategy, export_dir)
+    finally:  # the policy is the run's, not the process's
+        keras.config.set_dtype_policy(previous_policy)
+
+
+def _finetune(task, train, model_dir, init_checkpoint, encoder_config, vocab_file, lower_case,
+              strategy, export_dir):
     os.makedirs(model_dir, exist_ok=True)
     start = time.perf_counter()
 
@@ -150,59 +141,18 @@ def finetune(task, train, model_dir, init_checkpoint=None, encoder_config=None, 
         encoder, preprocessor = build_encoder_and_preprocessor(
             init_checkpoint, encoder_config, vocab_file, lower_case, task.config.seq_length)
     task.prepare(preprocessor)
-    dev_inputs, reference = task.eval_data(task.config.dev_file, train.eval_batch_size)
-
-    if train.frozen_encoder:
-        from tfbert.tasks.feature_extraction import train_frozen_head
-
-        model, evaluation = train_frozen_head(task, encoder, train, dev_inputs, reference,
-                                              model_dir, strategy)
-    else:
-        model, evaluation = _train_full(task, encoder, train, dev_inputs, reference,
-                                        model_dir, strategy)
-
-    if not evaluation.scores:  # a finished run restored by BackupAndRestore: nothing trained
-        evaluation.scores.append(task.score(model.predict(dev_inputs, verbose=0), reference))
-    scores = [s[task.main_metric] for s in evaluation.scores]
-    # NaN (e.g. Pearson of constant predictions) never counts as the best epoch.
-    best = int(np.argmax(np.nan_to_num(scores, nan=-np.inf)))
-    result = FinetuneResult(task=task, model=model, dev_scores=evaluation.scores, best_epoch=best + 1,
-                            best_score=float(scores[best]), main_metric=task.main_metric,
-                            seconds=time.perf_counter() - start)
+    train, summary = training_summary(task, train, encoder.config)
+    if train.verbose:
+        print(format_summary(summary), flush=True)
+    dev = task.eval_data(getattr(task.config, "dev_file", ""), train.eval_batch_size)
+    model, scores = task.fit(encoder, train, model_dir, strategy, dev)
+    if not scores:  # a finished run restored by BackupAndRestore: nothing trained
+        scores = [task.evaluate(model, dev)]
+    best = task.best_epoch(scores)
+    result = FinetuneResult(task=task, model=model, dev_scores=scores, best_epoch=best + 1,
+                            best_score=float(scores[best].get(task.main_metric, "nan")),
+                            main_metric=task.main_metric, seconds=time.perf_counter() - start,
+                            dev=dev, summary=summary)
     if export_dir:
         result.export_dir = task.export(model, export_dir)
     return result
-
-
-def _train_full(task, encoder, train, dev_inputs, reference, model_dir, strategy):
-    n = task.num_examples(task.config.train_file)
-    steps = train.steps_per_epoch or max(1, n // train.batch_size)
-    total = steps * train.epochs
-    train_ds = with_auto_shard(task.dataset(task.config.train_file, train.batch_size,
-                                            training=True, seed=train.seed))
-    with strategy.scope():
-        model = task.build_model(encoder)
-        optimizer = create_optimizer(
-            train.learning_rate, num_train_steps=total,
-            num_warmup_steps=int(train.warmup_fraction * total),
-            optimizer_type=train.optimizer_type, weight_decay=train.weight_decay,
-            clipnorm=train.clipnorm)
-        model.compile(optimizer=optimizer, loss=task.loss(), weighted_metrics=task.metrics(),
-                      jit_compile=train.jit_compile)
-    evaluation = DevEvaluation(task, dev_inputs, reference, verbose=train.verbose)
-    # Multi-worker: the chief keeps the best weights in model_dir; the other
-    # workers keep theirs in a temporary directory of their own.
-    best_dir = model_dir if is_chief() else tempfile.mkdtemp(prefix="tfbert-worker-")
-    best_path = os.path.join(best_dir, BEST_WEIGHTS)
-    callbacks = [
-        evaluation,  # first: the callbacks below read its dev_* logs
-        keras.callbacks.ModelCheckpoint(best_path, monitor=f"dev_{task.main_metric}",
-                                        mode="max", save_best_only=True,
-                                        save_weights_only=True),
-    ] + train_callbacks.training_callbacks(model_dir, keep_checkpoints=1,
-                                           tensorboard=train.tensorboard)
-    model.fit(train_ds, epochs=train.epochs, steps_per_epoch=steps, callbacks=callbacks,
-              verbose=train.verbose)
-    if os.path.isfile(best_path):
-        model.load_weights(best_path)
-    return model, evaluation

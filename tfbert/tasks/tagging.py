@@ -12,9 +12,12 @@ serving sees the words training saw.
 Example:
 >>> task = TaggingTask(TaggingConfig(train_file="tests/data/finetune/ner_train.conll",
 ...                                  dev_file="tests/data/finetune/ner_dev.conll"))
->>> task.prepare(preprocessor)  # doctest: +SKIP
->>> task.predict(model, ["Angela Merkel visited Paris ."])  # doctest: +SKIP
-[[('Angela', 'B-PER', 0, 6), ('Merkel', 'I-PER', 7, 13), ('visited', 'O', 14, 21), ...]]
+>>> _ = task.prepare(BertPreprocessor(vocab_file="tests/data/pretraining/vocab.txt"))
+>>> task.label_list, task.main_metric
+(['O', 'B-LOC', 'B-ORG', 'B-PER', 'I-LOC', 'I-ORG', 'I-PER'], 'f1')
+
+After `finetune`, `task.predict(model, ["Angela Merkel visited Paris ."])` gives
+`[[('Angela', 'B-PER', 0, 6), ('Merkel', 'I-PER', 7, 13), ('visited', 'O', 14, 21), ...]]`.
 """
 
 import dataclasses
@@ -25,10 +28,12 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert.data import readers
+from tfbert.experiment import at_least, in_range, validate
 from tfbert.export.task_model import export_task_model
 from tfbert.metrics import seqeval
 from tfbert.models.token_classifier import BertTokenClassifier
-from tfbert.text.char_table import is_punctuation
+from tfbert.tasks.base import Task
+from tfbert.text.word_splitting import WordSplitter
 
 IGNORE = -1  # label of positions without a word label ([CLS], [SEP], later pieces, padding)
 
@@ -42,22 +47,24 @@ class TaggingConfig:
     word_column: int = 0
     tag_column: int = -1  # CoNLL-2003: -1 (NER), 1 (POS), 2 (chunks)
     label_list: Optional[list] = None  # default: the training file's tags, "O" first
-    seq_length: int = 128
-    dropout: float = 0.1
+    seq_length: int = at_least(2, 128)
+    dropout: float = in_range(0.0, 1.0, 0.1, high_open=True)
     main_metric: Optional[str] = None  # default: f1 for BIO tags, else accuracy
 
+    def __post_init__(self):
+        validate(self)
 
-class TaggingTask:
+
+class TaggingTask(Task):
     """Per-word tagging with a dense layer over the sequence output."""
 
-    text_inputs = ("text",)
+    name = "tagging"
+    config_class = TaggingConfig
 
-    def __init__(self, config):
-        if isinstance(config, dict):
-            config = TaggingConfig(**config)
-        self.config = config
+    def __init__(self, config=None):
+        super().__init__(config)
+        config = self.config
         self.label_list = list(config.label_list) if config.label_list else None
-        self.preprocessor = None
         self.main_metric = config.main_metric
 
     @property
@@ -181,59 +188,11 @@ class TaggingTask:
     # === Raw strings: prediction and export ===
 
     def text_words(self, text):
-        """Words of raw strings with their wordpieces and byte offsets.
-
-        Returns `(word_pieces [batch, (words), (pieces)], starts, ends)`, the
-        last two `[batch, (words)]` int64. A word is a whitespace-separated
-        token with leading and trailing punctuation split off, as in CoNLL
-        files: `(Reuters),` -> `(`, `Reuters`, `)`, `,`; `U.S.` -> `U.S`, `.`;
-        inner punctuation stays (`didn't`). Found from the tokenizer's words
-        (which split every punctuation character) and their offsets.
-        """
-        ids, starts, limits = self.preprocessor.tokenize_with_offsets(text)
-        batch = tf.shape(text, out_type=tf.int64)[0]
-        tw_row = ids.value_rowids()  # string of each tokenizer word
-        tw_start = tf.cast(tf.gather(starts.values.flat_values, starts.values.row_starts()), tf.int64)
-        tw_end = tf.cast(tf.gather(limits.values.flat_values, limits.values.row_limits() - 1),
-                         tf.int64)
-        num_tw = tf.shape(tw_row, out_type=tf.int64)[0]
-        # Whitespace tokens: a new one where the string changes or a gap opens.
-        prev_row = tf.concat([[-1], tw_row[:-1]], axis=0)
-        prev_end = tf.concat([[-1], tw_end[:-1]], axis=0)
-        new_token = (tw_row != prev_row) | (tw_start > prev_end)
-        token = tf.cumsum(tf.cast(new_token, tf.int64)) - 1
-        num_tokens = tf.reduce_sum(tf.cast(new_token, tf.int64))
-        # Punctuation words (one piece, a punctuation character) at the edges
-        # of their whitespace token become words of their own.
-        punct = (ids.values.row_lengths() == 1) & tf.gather(
-            self._punctuation_ids(), tf.gather(ids.flat_values, ids.values.row_starts()))
-        content = tf.cast(~punct, tf.int64)
-        before = tf.cumsum(content, exclusive=True)  # content words before, over all tokens
-        token_first = tf.boolean_mask(tf.range(num_tw), new_token)
-        before_in_token = before - tf.gather(tf.gather(before, token_first), token)
-        total_in_token = tf.gather(tf.math.unsorted_segment_sum(content, token, num_tokens), token)
-        edge = punct & ((before_in_token == 0) | (before_in_token == total_in_token))
-        prev_edge = tf.concat([[False], edge[:-1]], axis=0)
-        new_word = new_token | edge | prev_edge
-        word_of_tw = tf.cumsum(tf.cast(new_word, tf.int64)) - 1
-        num_words = tf.reduce_sum(tf.cast(new_word, tf.int64))
-        pieces = tf.RaggedTensor.from_value_rowids(
-            ids.flat_values, tf.gather(word_of_tw, ids.values.value_rowids()), nrows=num_words)
-        words_per_text = tf.math.unsorted_segment_sum(tf.cast(new_word, tf.int64), tw_row, batch)
-        word_pieces = tf.RaggedTensor.from_row_lengths(pieces, words_per_text)
-        word_start = tf.boolean_mask(tw_start, new_word)
-        word_end = tf.math.unsorted_segment_max(tw_end, word_of_tw, num_words)
-        return (word_pieces, word_pieces.with_values(word_start),
-                word_pieces.with_values(word_end))
-
-    def _punctuation_ids(self):
-        """bool `[vocab_size]`: the token is a single punctuation character."""
-        # Cached as NumPy: a tensor made inside one traced function is not
-        # usable from another.
-        if getattr(self, "_punct_table", None) is None:
-            self._punct_table = np.array(
-                [len(t) == 1 and is_punctuation(t) for t in self.preprocessor.vocab.tokens])
-        return tf.constant(self._punct_table)
+        """Words of raw strings with their wordpieces and byte offsets
+        (`tfbert.text.word_splitting.WordSplitter`: CoNLL-like words)."""
+        if getattr(self, "_splitter", None) is None:
+            self._splitter = WordSplitter(self.preprocessor)
+        return self._splitter(text)
 
     def tag_text(self, model, text):
         """Graph function: raw strings -> dict of named outputs (used by

@@ -21,7 +21,9 @@ def pack_inputs(
     Args:
         segments: list of int RaggedTensors `[batch, (tokens)]` (or
             `[batch, (words), (wordpieces)]`, flattened here).
-        seq_length: the output length (static int).
+        seq_length: the output length: a Python int, or an int32 scalar
+            tensor (TF Hub's `bert_pack_inputs(..., seq_length=N)` on an
+            exported preprocessor; checked in the graph then).
         truncation: "round_robin" (one token from each segment in turn
             until the budget is spent; tf-text's RoundRobinTrimmer) or
             "waterfall" (earlier segments first).
@@ -41,17 +43,29 @@ def pack_inputs(
         raise ValueError("pack_inputs needs at least one segment.")
     if truncation not in TRUNCATIONS:
         raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}.")
-    seq_length = int(seq_length)
-    if seq_length < num_segments + 1:
+    if isinstance(seq_length, tf.Tensor):
+        seq_length = tf.cast(seq_length, tf.int32)
+        with tf.control_dependencies([
+            tf.debugging.assert_greater_equal(
+                seq_length, num_segments + 1,
+                message=f"seq_length is too short for {num_segments} segment(s)"),
+            tf.debugging.assert_less_equal(
+                seq_length, max_seq_length,
+                message=f"seq_length exceeds max_position_embeddings ({max_seq_length})"),
+        ]):
+            seq_length = tf.identity(seq_length)
+    elif int(seq_length) < num_segments + 1:
         raise ValueError(
             f"seq_length={seq_length} is too short for {num_segments} segment(s): it must "
             f"be at least {num_segments + 1} for [CLS] and one [SEP] per segment."
         )
-    if seq_length > max_seq_length:
+    elif int(seq_length) > max_seq_length:
         raise ValueError(
             f"seq_length={seq_length} exceeds the encoder's max_position_embeddings "
             f"({max_seq_length})."
         )
+    else:
+        seq_length = int(seq_length)
 
     flat = []
     for i, segment in enumerate(segments):
@@ -116,6 +130,15 @@ def pack_inputs(
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
+def check_packing(seq_length, truncation, max_seq_length=MAX_SEQ_LENGTH):
+    """Validates packer settings with errors that name the setting."""
+    if truncation not in TRUNCATIONS:
+        raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}.")
+    if not 2 <= int(seq_length) <= int(max_seq_length):
+        raise ValueError(f"seq_length={seq_length} must be in [2, {max_seq_length}] "
+                         f"(the encoder's max_position_embeddings).")
+
+
 class BertPackInputs(keras.layers.Layer):
     """Keras layer form of `pack_inputs` (the TF Hub `bert_pack_inputs`).
 
@@ -141,13 +164,7 @@ class BertPackInputs(keras.layers.Layer):
         kwargs.setdefault("trainable", False)
         kwargs.setdefault("dtype", "int32")
         super().__init__(**kwargs)
-        if truncation not in TRUNCATIONS:
-            raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}.")
-        if not 2 <= int(seq_length) <= max_seq_length:
-            raise ValueError(
-                f"seq_length={seq_length} must be in [2, {max_seq_length}] "
-                f"(max_position_embeddings)."
-            )
+        check_packing(seq_length, truncation, max_seq_length)
         self.seq_length = int(seq_length)
         self.start_of_sequence_id = int(start_of_sequence_id)
         self.end_of_segment_id = int(end_of_segment_id)

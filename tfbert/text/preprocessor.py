@@ -1,12 +1,13 @@
 """`BertPreprocessor`: raw strings -> BERT encoder inputs (the TF Hub preprocessor API)."""
 
-import json
 import os
 
 import keras
+import numpy as np
 import tensorflow as tf
 
-from tfbert.text.packer import MAX_SEQ_LENGTH, TRUNCATIONS, pack_inputs
+from tfbert import checkpoint
+from tfbert.text.packer import MAX_SEQ_LENGTH, check_packing, pack_inputs
 from tfbert.text.tokenizer import BertTokenizer
 
 
@@ -25,15 +26,24 @@ class BertPreprocessor(keras.layers.Layer):
         lower_case: True for uncased vocabularies.
         seq_length: length of the packed outputs (at most 512).
         truncation: "round_robin" (default) or "waterfall".
+        max_segments: most segments per example (the encoder's
+            `type_vocab_size`; `from_pretrained` reads it). None: no limit.
+
+    Inputs may be tf.string tensors, Python lists of str/bytes or NumPy
+    string arrays; a list of such batches is a list of segments.
 
     Example:
-    >>> pre = BertPreprocessor.from_pretrained("checkpoints/minilm")  # doctest: +SKIP
     >>> pre = BertPreprocessor(vocabulary=["[PAD]", "[UNK]", "[CLS]", "[SEP]",
     ...                                    "[MASK]", "hi", "there"], seq_length=6)
     >>> pre(tf.constant(["Hi there"]))["input_word_ids"].numpy().tolist()
     [[2, 5, 6, 3, 0, 0]]
     >>> pre([tf.constant(["hi"]), tf.constant(["there"])])["input_type_ids"].numpy().tolist()
     [[0, 0, 0, 1, 1, 0]]
+    >>> pre(["hi", b"there"])["input_mask"].numpy().tolist()
+    [[1, 1, 1, 0, 0, 0], [1, 1, 1, 0, 0, 0]]
+    >>> pre(["hi", None])
+    Traceback (most recent call last):
+    TypeError: BertPreprocessor: text 1 is None; expected str or bytes.
     """
 
     def __init__(
@@ -44,18 +54,13 @@ class BertPreprocessor(keras.layers.Layer):
         truncation="round_robin",
         vocabulary=None,
         max_seq_length=MAX_SEQ_LENGTH,
+        max_segments=None,
         **kwargs,
     ):
         kwargs.setdefault("trainable", False)
         kwargs.setdefault("dtype", "int32")
         super().__init__(**kwargs)
-        if truncation not in TRUNCATIONS:
-            raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}.")
-        if not 2 <= int(seq_length) <= int(max_seq_length):
-            raise ValueError(
-                f"seq_length={seq_length} must be in [2, {max_seq_length}] "
-                f"(the encoder's max_position_embeddings)."
-            )
+        check_packing(seq_length, truncation, max_seq_length)
         self.tokenizer = BertTokenizer(
             vocab_file=vocab_file, vocabulary=vocabulary, lower_case=lower_case, name="tokenizer"
         )
@@ -64,37 +69,43 @@ class BertPreprocessor(keras.layers.Layer):
         self.seq_length = int(seq_length)
         self.truncation = truncation
         self.max_seq_length = int(max_seq_length)
+        self.max_segments = int(max_segments) if max_segments else None
 
     @classmethod
     def from_pretrained(cls, checkpoint_dir, **kwargs):
         """From a tfbert checkpoint directory: its `vocab.txt` and `lower_case` flag."""
-        config_path = os.path.join(checkpoint_dir, "config.json")
-        vocab_file = os.path.join(checkpoint_dir, "vocab.txt")
-        for path in (config_path, vocab_file):
-            if not os.path.isfile(path):
-                raise FileNotFoundError(f"Not a tfbert checkpoint: {path} is missing.")
-        try:
-            with open(config_path, encoding="utf-8") as f:
-                meta = json.load(f)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{config_path}: not valid JSON: {e}") from None
-        if not isinstance(meta, dict) or meta.get("format") != "tfbert-checkpoint":
-            # E.g. a Hugging Face directory: its lower-casing would be guessed.
-            raise ValueError(
-                f"{config_path}: not a tfbert checkpoint config (no format='tfbert-checkpoint'); "
-                "convert it first with tools/convert_checkpoint.py."
-            )
+        _, meta = checkpoint.read_meta(checkpoint_dir)
+        vocab_file = os.path.join(checkpoint_dir, checkpoint.VOCAB_FILE)
+        if not os.path.isfile(vocab_file):
+            raise FileNotFoundError(f"Not a tfbert checkpoint: {vocab_file} is missing.")
         kwargs.setdefault("lower_case", bool(meta.get("lower_case", True)))
-        max_positions = (meta.get("encoder") or {}).get("max_position_embeddings")
-        if max_positions:
-            kwargs.setdefault("max_seq_length", int(max_positions))
+        encoder = meta.get("encoder") or {}
+        if encoder.get("max_position_embeddings"):
+            kwargs.setdefault("max_seq_length", int(encoder["max_position_embeddings"]))
+        kwargs.setdefault("max_segments", int(encoder.get("type_vocab_size", 2)))
         return cls(vocab_file=vocab_file, **kwargs)
 
     # === TF Hub preprocessor API ===
 
+    def __call__(self, inputs, *args, **kwargs):
+        # Keras accepts only tensors as positional inputs; users pass lists.
+        return super().__call__(as_segments(inputs), *args, **kwargs)
+
     def call(self, inputs):
         segments = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        self._check_segments(segments)
         return self.bert_pack_inputs([self.tokenize(s) for s in segments])
+
+    def _check_segments(self, segments):
+        if self.max_segments and len(segments) > self.max_segments:
+            raise ValueError(
+                f"BertPreprocessor: {len(segments)} segments, but the encoder has "
+                f"type_vocab_size={self.max_segments} (at most {self.max_segments} segments).")
+        sizes = [s.shape[0] for s in segments]
+        known = {n for n in sizes if n is not None}
+        if len(known) > 1:
+            raise ValueError(f"BertPreprocessor: segments have different batch sizes {sizes}; "
+                             "each segment needs one string per example.")
 
     def tokenize(self, strings):
         """int32 RaggedTensor `[batch, (words), (wordpieces)]`."""
@@ -107,9 +118,11 @@ class BertPreprocessor(keras.layers.Layer):
 
     def bert_pack_inputs(self, segments, seq_length=None):
         """Packs tokenized segments (a list of 1..N ragged id tensors)."""
+        if self.max_segments and len(segments) > self.max_segments:
+            self._check_segments(segments)
         return pack_inputs(
             segments,
-            seq_length or self.seq_length,
+            self.seq_length if seq_length is None else seq_length,
             start_of_sequence_id=self.vocab.cls_id,
             end_of_segment_id=self.vocab.sep_id,
             padding_id=self.vocab.pad_id,
@@ -160,6 +173,45 @@ class BertPreprocessor(keras.layers.Layer):
                 "seq_length": self.seq_length,
                 "truncation": self.truncation,
                 "max_seq_length": self.max_seq_length,
+                "max_segments": self.max_segments,
             }
         )
         return config
+
+
+def as_segments(inputs):
+    """Tensors from what users pass: a tf.string batch stays as it is; a
+    Python list of str/bytes or a NumPy string array becomes one; a list of
+    batches becomes a list of segments. Anything else in a list is an error
+    naming the item."""
+    if isinstance(inputs, np.ndarray):
+        return _string_batch(inputs.tolist())
+    if isinstance(inputs, (tf.Tensor, tf.RaggedTensor)):
+        # Checked before Keras sees it: the layer's int32 dtype policy would
+        # cast a float batch to int32 and the error would name the wrong type.
+        if inputs.dtype != tf.string:
+            raise TypeError(f"BertPreprocessor takes tf.string texts, got a tensor of dtype "
+                            f"{inputs.dtype.name} and shape {inputs.shape}.")
+        if isinstance(inputs, tf.RaggedTensor) or inputs.shape.rank not in (None, 1, 2):
+            raise ValueError(f"BertPreprocessor takes a 1-D batch of strings [batch], got "
+                             f"{'a ragged tensor' if isinstance(inputs, tf.RaggedTensor) else 'shape'}"
+                             f" {inputs.shape}.")
+        return inputs
+    if not isinstance(inputs, (list, tuple)):
+        return inputs
+    if inputs and all(_is_batch(item) for item in inputs):
+        return [as_segments(item) for item in inputs]
+    return _string_batch(inputs)
+
+
+def _is_batch(item):
+    return isinstance(item, (list, tuple, np.ndarray, tf.Tensor, tf.RaggedTensor,
+                             keras.KerasTensor))
+
+
+def _string_batch(items):
+    for i, item in enumerate(items):
+        if not isinstance(item, (str, bytes)):
+            what = "None" if item is None else f"{type(item).__name__} {item!r:.40}"
+            raise TypeError(f"BertPreprocessor: text {i} is {what}; expected str or bytes.")
+    return tf.constant(list(items), tf.string, shape=[len(items)])

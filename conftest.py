@@ -1,0 +1,21 @@
+"""Doctest namespace for `pytest --doctest-modules tfbert` (see pytest.ini):
+the names the docstring examples use without importing them."""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _doctest_names(doctest_namespace):
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    import tfbert
+    from tfbert import BertConfig, BertEncoder, BertPreprocessor
+
+    doctest_namespace.update(np=np, tf=tf, keras=keras, tfbert=tfbert, BertConfig=BertConfig,
+                             BertEncoder=BertEncoder, BertPreprocessor=BertPreprocessor)

@@ -1,0 +1,96 @@
+"""SentenceEncoder: pooling math, normalization, encode order/padding, config
+round trip, save/load, and clear errors for bad inputs (tiny random encoder)."""
+
+import numpy as np
+import pytest
+
+from tfbert import BertConfig, BertEncoder, BertPreprocessor, SentenceEncoder
+
+VOCAB = "tests/data/pretraining/vocab.txt"
+TEXTS = ["The file is opened for reading and writing.", "Read it.",
+         "Return the number of items in the container.", "Close the stream."]
+
+
+@pytest.fixture(scope="module")
+def model():
+    config = BertConfig.from_preset("tiny", vocab_size=1931, dropout_rate=0.0,
+                                    attention_dropout_rate=0.0)
+    pre = BertPreprocessor(vocab_file=VOCAB, seq_length=32)
+    return SentenceEncoder(BertEncoder(config), pooling="mean", preprocessor=pre)
+
+
+def reference(model, texts, pooling):
+    """Pooling written out in NumPy over the encoder's token outputs."""
+    inputs = {k: v.numpy() for k, v in model.preprocessor(np.array(texts)).items()}
+    tokens = model.encoder(inputs)["sequence_output"].numpy()
+    mask = inputs["input_mask"][..., None].astype(np.float32)
+    if pooling == "mean":
+        pooled = (tokens * mask).sum(1) / mask.sum(1)
+    elif pooling == "cls":
+        pooled = tokens[:, 0]
+    else:
+        pooled = np.where(mask > 0, tokens, -np.inf).max(1)
+    return pooled
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls", "max"])
+def test_pooling_matches_numpy(model, pooling):
+    m = SentenceEncoder(model.encoder, pooling=pooling, normalize=False,
+                        preprocessor=model.preprocessor)
+    np.testing.assert_allclose(m.encode(TEXTS), reference(model, TEXTS, pooling), atol=1e-5)
+
+
+def test_encode_normalized_in_input_order_any_batch_size(model):
+    full = model.encode(TEXTS, batch_size=4)
+    np.testing.assert_allclose(np.linalg.norm(full, axis=1), 1.0, atol=1e-5)
+    want = reference(model, TEXTS, "mean")
+    want /= np.linalg.norm(want, axis=1, keepdims=True)
+    np.testing.assert_allclose(full, want, atol=1e-5)
+    # Sorted by length inside; batch padding to the longest changes nothing.
+    np.testing.assert_allclose(model.encode(TEXTS, batch_size=1), full, atol=1e-5)
+    np.testing.assert_allclose(model.encode(TEXTS[::-1], batch_size=3), full[::-1], atol=1e-5)
+
+
+def test_dense_layer_and_dim(model):
+    m = SentenceEncoder(model.encoder, dense_units=16, preprocessor=model.preprocessor)
+    assert m.dim == 16 and m.encode(TEXTS[:2]).shape == (2, 16)
+
+
+def test_config_round_trip(model):
+    m = SentenceEncoder(model.encoder, pooling="max", dense_units=8, dense_activation="linear",
+                        normalize=False, preprocessor=model.preprocessor)
+    config = m.get_config()
+    again = SentenceEncoder.from_config(config)
+    assert again.get_config()["pooling"] == "max" and again.dense_units == 8
+    assert again.preprocessor.seq_length == 32 and not again.normalize
+
+
+def test_save_and_from_pretrained(model, tmp_path):
+    m = SentenceEncoder(model.encoder, pooling="cls", dense_units=8, preprocessor=model.preprocessor)
+    m.save_pretrained(str(tmp_path / "ckpt"))
+    again = SentenceEncoder.from_pretrained(str(tmp_path / "ckpt"))
+    assert (again.pooling, again.dense_units, again.preprocessor.seq_length) == ("cls", 8, 32)
+    np.testing.assert_allclose(again.encode(TEXTS), m.encode(TEXTS), atol=1e-6)
+
+
+def test_progress_bar(model, capsys):
+    model.encode(TEXTS, show_progress=True)
+    assert "4/4" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("texts, error, match", [
+    ([], ValueError, "empty list"),
+    (["ok", 3], TypeError, "item 1 is int"),
+    (["ok", None], TypeError, "item 1 is NoneType"),
+    ("one string", TypeError, "wrap it as"),
+])
+def test_bad_inputs(model, texts, error, match):
+    with pytest.raises(error, match=match):
+        model.encode(texts)
+
+
+def test_bad_settings(model):
+    with pytest.raises(ValueError, match="pooling must be one of"):
+        SentenceEncoder(model.encoder, pooling="sum")
+    with pytest.raises(ValueError, match="needs a preprocessor"):
+        SentenceEncoder(model.encoder).encode(["x"])

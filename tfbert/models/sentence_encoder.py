@@ -1,0 +1,249 @@
+"""`SentenceEncoder`: Sentence-BERT embeddings (encoder + pooling + dense + L2 norm)."""
+
+import os
+import tempfile
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import ops
+
+from tfbert import checkpoint
+from tfbert.encoder import INPUT_NAMES, BertEncoder
+from tfbert.text.preprocessor import BertPreprocessor
+
+POOLING = ("mean", "cls", "max")
+DENSE_ACTIVATIONS = ("tanh", "linear")
+# Inputs above this count get a progress bar in `encode` (keras Progbar).
+PROGRESS_MIN = 10000
+
+
+@keras.saving.register_keras_serializable(package="tfbert")
+class SentenceEncoder(keras.Model):
+    """One fixed-size vector per text, compared with cosine similarity (Sentence-BERT).
+
+    The model maps the three int32 encoder inputs to `[batch, dim]` float32
+    embeddings: the encoder's `sequence_output`, pooled over the real tokens
+    (`mean`, as sentence-transformers' default; `cls`; or `max`), then an
+    optional dense layer (sentence-transformers' `Dense` module), then L2
+    normalization when `normalize=True`.
+
+    `encode(texts)` goes from raw strings to a NumPy `[n, dim]` array; it
+    needs the `preprocessor` (given here, or set by `from_pretrained`).
+
+    Args:
+        encoder: a `BertEncoder`.
+        pooling: "mean" (over real tokens, [CLS]/[SEP] included), "cls", "max".
+        dense_units: None, or the output size of a dense layer after pooling.
+        dense_activation: "tanh" (sentence-transformers' default) or "linear".
+        normalize: L2-normalize the embeddings (dot product = cosine).
+        preprocessor: a `BertPreprocessor` for `encode` (not part of the graph).
+
+    Example:
+    >>> pre = BertPreprocessor(vocab_file="tests/data/pretraining/vocab.txt", seq_length=16)
+    >>> model = SentenceEncoder(BertEncoder(BertConfig.from_preset("tiny", vocab_size=1931)),
+    ...                         pooling="mean", normalize=True, preprocessor=pre)
+    >>> emb = model.encode(["The file is opened.", "Read it."])
+    >>> emb.shape, np.allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)
+    ((2, 128), True)
+    >>> SentenceEncoder.from_config(model.get_config()).pooling
+    'mean'
+    """
+
+    def __init__(self, encoder, pooling="mean", dense_units=None, dense_activation="tanh",
+                 normalize=True, preprocessor=None, **kwargs):
+        # === Checks ===
+        if not isinstance(encoder, BertEncoder):
+            raise TypeError(f"SentenceEncoder needs a BertEncoder, got {type(encoder).__name__}.")
+        if pooling not in POOLING:
+            raise ValueError(f"pooling must be one of {list(POOLING)}, got {pooling!r}.")
+        if dense_activation not in DENSE_ACTIVATIONS:
+            raise ValueError(f"dense_activation must be one of {list(DENSE_ACTIVATIONS)}, "
+                             f"got {dense_activation!r}.")
+        if dense_units is not None and int(dense_units) < 1:
+            raise ValueError(f"dense_units must be a positive int or None, got {dense_units!r}.")
+
+        # === Layers ===
+        # The pooler (dense+tanh on [CLS]) gets no gradient from any pooling
+        # here; freezing it keeps the optimizer from warning about it. Note: this
+        # sets `trainable` on the encoder passed in (as BertTokenClassifier does).
+        encoder.pooler.trainable = False
+        dense = None
+        if dense_units is not None:
+            dense = keras.layers.Dense(int(dense_units), activation=dense_activation,
+                                       name="sentence_dense")
+
+        # === Functional model ===
+        inputs = {n: keras.Input(shape=(None,), dtype="int32", name=n) for n in INPUT_NAMES}
+        tokens = encoder(inputs)["sequence_output"]
+        mask = ops.expand_dims(ops.cast(inputs["input_mask"], tokens.dtype), -1)
+        if pooling == "cls":
+            pooled = tokens[:, 0, :]
+        elif pooling == "max":
+            # Padding must never win the max (sentence-transformers sets it to -1e9).
+            pooled = ops.max(tokens + (mask - 1.0) * 1e9, axis=1)
+        else:
+            count = ops.maximum(ops.sum(mask, axis=1), 1e-9)  # as sentence-transformers clamps
+            pooled = ops.sum(tokens * mask, axis=1) / count
+        embedding = dense(pooled) if dense is not None else pooled
+        if normalize:
+            # x / max(|x|, 1e-12): torch.nn.functional.normalize, which ST's Normalize uses.
+            norm = ops.sqrt(ops.sum(ops.square(embedding), axis=-1, keepdims=True))
+            embedding = embedding / ops.maximum(norm, 1e-12)
+        kwargs.setdefault("name", "sentence_encoder")
+        super().__init__(inputs=inputs, outputs=embedding, **kwargs)
+
+        # === Config ===
+        self.encoder = encoder
+        self.pooling = pooling
+        self.dense_units = None if dense_units is None else int(dense_units)
+        self.dense_activation = dense_activation
+        self.normalize = bool(normalize)
+        self.dense = dense
+        self.preprocessor = preprocessor
+        self._embed_text = None
+
+    @property
+    def dim(self):
+        return self.dense_units or self.encoder.config.hidden_size
+
+    # === Raw strings ===
+
+    def embed_text(self, texts):
+        """Graph ops: tf.string `[batch]` -> `[batch, dim]`; each batch is padded
+        to its longest text (not to `seq_length`), so short texts cost little.
+        Used by `encode` and by the exported `serving_default`."""
+        inputs = self.preprocessor(texts)
+        longest = tf.maximum(tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=1)), 1)
+        inputs = {k: v[:, :longest] for k, v in inputs.items()}
+        return self(inputs, training=False)
+
+    def encode(self, texts, batch_size=32, show_progress=None):
+        """NumPy float32 `[n, dim]` embeddings of a list of strings, in input order.
+
+        Texts are sorted by wordpiece count internally so each batch pads to
+        a similar length, and truncated at the preprocessor's `seq_length`
+        (sentence-transformers' `max_seq_length`). `show_progress`: None shows
+        a bar for more than 10,000 texts.
+        """
+        texts = check_texts(texts)
+        if self.preprocessor is None:
+            raise ValueError("SentenceEncoder.encode needs a preprocessor: pass preprocessor= "
+                             "or load with SentenceEncoder.from_pretrained(dir).")
+        if int(batch_size) < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
+        if self._embed_text is None:
+            # One trace for every batch: strings of any count, any length.
+            self._embed_text = tf.function(self.embed_text, input_signature=[
+                tf.TensorSpec([None], tf.string)], reduce_retracing=True)
+        order = np.argsort(-self.token_counts(texts), kind="stable")
+        show = len(texts) > PROGRESS_MIN if show_progress is None else show_progress
+        bar = keras.utils.Progbar(len(texts), stateful_metrics=[]) if show else None
+        out = np.empty((len(texts), self.dim), np.float32)
+        for start in range(0, len(texts), batch_size):
+            index = order[start:start + batch_size]
+            out[index] = self._embed_text(tf.constant([texts[i] for i in index])).numpy()
+            if bar is not None:
+                bar.update(min(start + batch_size, len(texts)))
+        return out
+
+    def token_counts(self, texts, chunk=4096):
+        """Wordpieces per text (graph tokenizer, in chunks)."""
+        counts = []
+        for start in range(0, len(texts), chunk):
+            ids = self.preprocessor.tokenize(tf.constant(texts[start:start + chunk]))
+            counts.append(ids.merge_dims(1, -1).row_lengths().numpy())
+        return np.concatenate(counts)
+
+    # === Checkpoints ===
+
+    @classmethod
+    def from_pretrained(cls, checkpoint_dir, seq_length=None, **kwargs):
+        """From a tfbert checkpoint directory. Pooling, dense, normalization and
+        `max_seq_length` come from its `sentence` section (written by the
+        converter from sentence-transformers metadata, or by `save_pretrained`);
+        without one: mean pooling, normalized, `seq_length` 128. Keyword
+        arguments override the checkpoint's settings."""
+        ckpt = checkpoint.read_checkpoint(checkpoint_dir)
+        sentence = dict(ckpt.sentence or {})
+        encoder = BertEncoder(ckpt.config)
+        encoder.set_named_weights(ckpt.encoder_weights(), source=ckpt.weights_path)
+        seq_length = seq_length or sentence.get("max_seq_length") or 128
+        seq_length = min(int(seq_length), ckpt.config.max_position_embeddings)
+        preprocessor = BertPreprocessor.from_pretrained(checkpoint_dir, seq_length=seq_length)
+        settings = {k: sentence[k] for k in ("pooling", "dense_units", "dense_activation",
+                                             "normalize") if k in sentence}
+        settings.update(kwargs)
+        model = cls(encoder, preprocessor=preprocessor, **settings)
+        dense_weights = ckpt.prefixed_weights("sentence_dense")
+        if model.dense is not None or dense_weights:
+            if model.dense is None:
+                raise ValueError(f"{ckpt.weights_path} has sentence_dense weights but the "
+                                 "model has no dense layer (dense_units=None).")
+            checkpoint.assign_weights({"kernel": model.dense.kernel, "bias": model.dense.bias},
+                                      dense_weights, ckpt.weights_path, "sentence dense layer")
+        return model
+
+    def sentence_config(self):
+        """The checkpoint's `sentence` section for this model."""
+        return {"pooling": self.pooling, "dense_units": self.dense_units,
+                "dense_activation": self.dense_activation, "normalize": self.normalize,
+                "max_seq_length": self.preprocessor.seq_length if self.preprocessor else None}
+
+    def save_pretrained(self, out_dir, source="tfbert.SentenceEncoder"):
+        """Writes a tfbert checkpoint directory that `from_pretrained` reloads."""
+        if self.preprocessor is None:
+            raise ValueError("save_pretrained needs the preprocessor (its vocabulary).")
+        heads = {}
+        if self.dense is not None:
+            heads["sentence_dense"] = {"kernel": self.dense.kernel.numpy(),
+                                       "bias": self.dense.bias.numpy()}
+        with tempfile.TemporaryDirectory() as tmp:
+            vocab_file = os.path.join(tmp, checkpoint.VOCAB_FILE)
+            with open(vocab_file, "w", encoding="utf-8") as f:
+                f.write("\n".join(self.preprocessor.vocab.tokens) + "\n")
+            return checkpoint.save_checkpoint(
+                out_dir, self.encoder.config, self.encoder.get_named_weights(), vocab_file,
+                self.preprocessor.lower_case, head_weights=heads, source=source,
+                sentence=self.sentence_config())
+
+    # === Keras plumbing ===
+
+    def get_config(self):
+        return {
+            "encoder": keras.layers.serialize(self.encoder),
+            "pooling": self.pooling,
+            "dense_units": self.dense_units,
+            "dense_activation": self.dense_activation,
+            "normalize": self.normalize,
+            "preprocessor": (keras.layers.serialize(self.preprocessor)
+                             if self.preprocessor is not None else None),
+            "name": self.name,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.layers.deserialize(config["encoder"])
+        if config.get("preprocessor") is not None:
+            config["preprocessor"] = keras.layers.deserialize(config["preprocessor"])
+        return cls(**config)
+
+
+def check_texts(texts):
+    """`texts` as a list of str; a clear error for an empty input or a non-string item."""
+    if isinstance(texts, str):
+        raise TypeError("encode takes a list of strings, got one str: wrap it as [text].")
+    if isinstance(texts, np.ndarray):
+        texts = texts.tolist()
+    try:
+        texts = list(texts)
+    except TypeError:
+        raise TypeError(f"encode takes a list of strings, got {type(texts).__name__}.") from None
+    if not texts:
+        raise ValueError("encode got an empty list of texts.")
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"encode: item {i} is {type(t).__name__} ({t!r:.40}), not a str.")
+    return texts
+

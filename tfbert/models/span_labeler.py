@@ -1,0 +1,100 @@
+"""`BertSpanLabeler`: answer-span start/end logits (SQuAD) on BERT's sequence output."""
+
+import keras
+
+from tfbert.encoder import INPUT_NAMES, BertEncoder
+
+# Logit of positions that can never start or end an answer. Finite (not -inf)
+# so softmax cross-entropy and score differences stay NaN-free; the head is
+# float32, where -1e4 is far below any real logit.
+MASKED_LOGIT = -10000.0
+
+
+@keras.saving.register_keras_serializable(package="tfbert")
+class BertSpanLabeler(keras.Model):
+    """A `BertEncoder` with one dense layer giving a start and an end logit per token.
+
+    Inputs: the encoder's dict of int32 `[batch, seq]` tensors packed as
+    `[CLS] question [SEP] context [SEP]` (context has `input_type_ids` 1).
+    Outputs: dict of float32 `[batch, seq]` `start_logits`, `end_logits`.
+    Positions other than context tokens and [CLS] get `MASKED_LOGIT`: an
+    answer is a context span, and [CLS] is the "no answer in this window"
+    target (SQuAD v2.0 null answer; v1.1 training windows without the
+    answer). Whether [CLS] may be *predicted* is the task's post-processing.
+
+    Args:
+        encoder: a `BertEncoder` (pretrained or fresh).
+        dropout: dropout rate before the dense layer (BERT's SQuAD head has
+            none, so 0.0 by default).
+        initializer_range: stddev of the head's truncated-normal init
+            (default: the encoder's).
+
+    Example:
+    >>> encoder = BertEncoder(BertConfig.from_preset("tiny", vocab_size=100))
+    >>> model = BertSpanLabeler(encoder)
+    >>> ids = np.array([[2, 7, 3, 9, 8, 3, 0]], "int32")  # [CLS] q [SEP] c c [SEP] pad
+    >>> out = model({"input_word_ids": ids, "input_mask": (ids > 0).astype("int32"),
+    ...              "input_type_ids": np.array([[0, 0, 0, 1, 1, 1, 0]], "int32")})
+    >>> (out["start_logits"].numpy()[0] > MASKED_LOGIT).tolist()
+    [True, False, False, True, True, False, False]
+    """
+
+    def __init__(self, encoder, dropout=0.0, initializer_range=None, **kwargs):
+        if not isinstance(encoder, BertEncoder):
+            raise TypeError(f"BertSpanLabeler needs a BertEncoder, got {type(encoder).__name__}.")
+        if initializer_range is None:
+            initializer_range = encoder.config.initializer_range
+
+        # === Layers ===
+        head_dropout = keras.layers.Dropout(dropout, name="span_dropout")
+        # float32 head: logits stay float32 under a mixed precision policy.
+        logits_layer = keras.layers.Dense(
+            2,
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            dtype="float32",
+            name="span_logits",
+        )
+        # The pooler gets no gradient from span labels; freezing it keeps the
+        # optimizer from tracking it. Note: this sets `trainable` on the encoder passed in.
+        encoder.pooler.trainable = False
+
+        # === Functional model ===
+        inputs = {n: keras.Input(shape=(None,), dtype="int32", name=n) for n in INPUT_NAMES}
+        sequence = encoder(inputs)["sequence_output"]
+        logits = logits_layer(head_dropout(sequence))  # [batch, seq, 2]
+        # Allowed positions: [CLS] (position 0) and context tokens, i.e.
+        # type 1 inside the mask, minus the final [SEP] (the last masked-in one).
+        mask = inputs["input_mask"]
+        # Positions by cumsum: the sequence length is unknown (None) here.
+        positions = keras.ops.cumsum(keras.ops.ones_like(mask), axis=1) - 1
+        length = keras.ops.sum(mask, axis=1, keepdims=True)
+        # keras.ops, not ==/&: KerasTensor comparisons are not overloaded.
+        ops = keras.ops
+        context = ops.logical_and(
+            ops.logical_and(ops.equal(inputs["input_type_ids"], 1), ops.equal(mask, 1)),
+            ops.less(positions, length - 1))
+        allowed = ops.logical_or(context, ops.equal(positions, 0))
+        start = keras.ops.where(allowed, logits[:, :, 0], MASKED_LOGIT)
+        end = keras.ops.where(allowed, logits[:, :, 1], MASKED_LOGIT)
+        outputs = {"start_logits": start, "end_logits": end}
+        kwargs.setdefault("name", "bert_span_labeler")
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+        # === Config ===
+        self.encoder = encoder
+        self.dropout = dropout
+        self.initializer_range = initializer_range
+
+    def get_config(self):
+        return {
+            "encoder": keras.layers.serialize(self.encoder),
+            "dropout": self.dropout,
+            "initializer_range": self.initializer_range,
+            "name": self.name,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.layers.deserialize(config["encoder"])
+        return cls(**config)

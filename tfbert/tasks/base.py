@@ -1,0 +1,157 @@
+"""`Task`: the one contract every fine-tuning task implements.
+
+A task is one class in `tfbert/tasks/<name>.py` with its own config
+dataclass (the `task:` section of a finetune YAML). It reads its data, builds
+a `tf.data` pipeline with tokenization in the graph, builds the model, says
+how it trains, scores a dev file with the task's official metric, predicts
+from raw strings and exports an end-to-end SavedModel. `tfbert.tasks.runner.
+finetune` drives any task; `tools/finetune.py --task=NAME` finds it in
+`tfbert.tasks.TASKS` and knows nothing else about it.
+
+What a subclass provides (`NotImplementedError` below says which):
+
+    name, config_class, text_inputs      class attributes
+    prepare(preprocessor)                label lists etc. from the training file
+    dataset(path, batch_size, training)  (inputs, targets[, weights]) batches
+    num_examples(path)                   training examples (or windows) per epoch
+    build_model(encoder)                 the inference model (used for eval/export)
+    loss(), metrics()                    for the default `build_trainable`
+    eval_data(path, batch_size)          (inputs, reference) for `score`
+    score(predictions, reference)        dict of metrics; `main_metric` picks one
+    predict(model, ...)                  NumPy/Python results from raw strings
+    export(model, export_dir)            SavedModel (`tfbert.export.task_model`)
+
+Hooks with defaults: `build_trainable` (compile with `loss()`/`metrics()`;
+override when the model computes its own loss: in-batch negatives,
+distillation), `evaluate` (predict, then `score`), `fit` (the BERT recipe
+with the best dev epoch kept; override for a different training scheme,
+e.g. a head on cached features), `write_predictions` (files next to
+`results.json`), `summary` (shown before training).
+
+Example (a new task needs only the abstract methods):
+>>> class EchoTask(Task):
+...     name = "echo"
+>>> EchoTask().config is None
+True
+"""
+
+import dataclasses
+
+from tfbert.train.evaluation import best_epoch, fit_keeping_best
+from tfbert.train.multi_worker import with_auto_shard
+from tfbert.train.optimizer import create_optimizer
+
+
+class Task:
+    """Base class of the fine-tuning tasks (see the module docstring)."""
+
+    name = ""  # the --task name
+    config_class = None  # dataclass of the task's settings
+    text_inputs = ("text",)  # string inputs of the exported `serving_default`
+    main_metric = None  # the dev metric that picks the best epoch
+
+    def __init__(self, config=None):
+        if self.config_class is not None:
+            if config is None:
+                config = self.config_class()
+            elif isinstance(config, dict):
+                from tfbert.experiment import from_dict
+
+                config = from_dict(self.config_class, config, source=f"task {self.name}")
+            elif not isinstance(config, self.config_class):
+                raise TypeError(f"{type(self).__name__} takes a {self.config_class.__name__} "
+                                f"or a dict, got {type(config).__name__}.")
+        self.config = config
+        self.preprocessor = None
+
+    # === Data ===
+
+    def prepare(self, preprocessor):
+        """Sets the preprocessor (and reads what the task needs from the training file)."""
+        self.preprocessor = preprocessor
+        return self
+
+    def dataset(self, path, batch_size, training=False, seed=0):
+        raise NotImplementedError(f"{type(self).__name__}.dataset")
+
+    def num_examples(self, path):
+        raise NotImplementedError(f"{type(self).__name__}.num_examples")
+
+    def summary(self):
+        """Facts printed before training (`tools/finetune.py`); extend in subclasses."""
+        return {"task": self.name}
+
+    # === Model and training ===
+
+    def build_model(self, encoder):
+        raise NotImplementedError(f"{type(self).__name__}.build_model")
+
+    def loss(self):
+        raise NotImplementedError(f"{type(self).__name__}.loss")
+
+    def metrics(self):
+        return []
+
+    def build_trainable(self, model, optimizer, train):
+        """The compiled Keras model that `fit` trains. Default: `model` itself,
+        compiled with `loss()` and `metrics()`. Override when training needs
+        a wrapper that computes its own loss (its weights must include
+        `model`'s, so the best weights and the export follow)."""
+        model.compile(optimizer=optimizer, loss=self.loss(), weighted_metrics=self.metrics(),
+                      jit_compile=train.jit_compile)
+        return model
+
+    def fit(self, encoder, train, model_dir, strategy, dev):
+        """Trains on `config.train_file`, evaluating `dev` each epoch; returns
+        `(model, scores per epoch)` with the best epoch's weights loaded."""
+        n = self.num_examples(self.config.train_file)
+        steps = train.steps_per_epoch or max(1, n // train.batch_size)
+        total = steps * train.epochs
+        dataset = with_auto_shard(self.dataset(self.config.train_file, train.batch_size,
+                                               training=True, seed=train.seed))
+        with strategy.scope():
+            model = self.build_model(encoder)
+            optimizer = create_optimizer(
+                train.learning_rate, num_train_steps=total,
+                num_warmup_steps=int(train.warmup_fraction * total),
+                optimizer_type=train.optimizer_type, weight_decay=train.weight_decay,
+                clipnorm=train.clipnorm)
+            trainable = self.build_trainable(model, optimizer, train)
+        evaluation = fit_keeping_best(
+            trainable, dataset, lambda: self.evaluate(model, dev), self.main_metric, model_dir,
+            epochs=train.epochs, steps_per_epoch=steps, verbose=train.verbose,
+            tensorboard=train.tensorboard)
+        return model, evaluation.scores
+
+    # === Evaluation ===
+
+    def eval_data(self, path, batch_size):
+        raise NotImplementedError(f"{type(self).__name__}.eval_data")
+
+    def score(self, predictions, reference):
+        raise NotImplementedError(f"{type(self).__name__}.score")
+
+    def evaluate(self, model, dev):
+        """Scores `model` on `dev = eval_data(...)`: predict, then `score`."""
+        inputs, reference = dev
+        return self.score(model.predict(inputs, verbose=0), reference)
+
+    def best_epoch(self, scores):
+        """Index of the best epoch in `scores` (0 for a task without a metric)."""
+        return best_epoch(scores, self.main_metric) if self.main_metric else 0
+
+    def write_predictions(self, model, dev, out_dir):
+        """Writes dev predictions next to `results.json` (e.g. SQuAD's
+        `predictions.json`); returns the paths written. Default: none."""
+        return []
+
+    # === Raw strings: prediction and export ===
+
+    def predict(self, model, *texts, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__}.predict")
+
+    def export(self, model, export_dir):
+        raise NotImplementedError(f"{type(self).__name__}.export")
+
+    def config_dict(self):
+        return dataclasses.asdict(self.config) if self.config is not None else {}

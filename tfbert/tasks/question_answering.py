@@ -1,0 +1,488 @@
+"""Extractive question answering (SQuAD v1.1 and v2.0), windows and span search in the graph.
+
+Features are `[CLS] question [SEP] context window [SEP]`: the question is cut
+to `max_query_length` wordpieces, and a long context is covered by windows
+of `seq_length - 3 - len(question)` wordpieces that start `doc_stride`
+wordpieces apart (BERT's `run_squad.py` rule). Everything from raw strings
+to the answer is TensorFlow ops (`QuestionAnsweringTask.answer`): tokenizing
+with byte offsets (`tokenize_with_offsets`), windowing, packing, the model,
+and the span search over all windows of a question. The same function runs
+in `tf.data` (training windows), in `predict` / dev evaluation, and inside
+the exported SavedModel, so TF Serving answers exactly like `predict`.
+
+Training: one window is one example (steps per epoch = windows / batch).
+Its targets are the gold answer's first and last wordpiece inside the
+window, or [CLS] (position 0) when the answer is not (wholly) inside it or
+the question has none (v2.0).
+
+Span search (per question, over all its windows): spans `start <= end`,
+at most `max_answer_length` wordpieces, both inside the context; a start
+token counts only in the window where it has the most context on both
+sides (`run_squad.py`'s `_check_is_max_context`), so each span appears
+once. Score = start logit + end logit; the top `n_best_size` are returned.
+The answer text is the exact byte range of the original context from the
+first wordpiece's start to the last one's end (whitespace, accents, CJK,
+emoji kept). v2.0: the null score is the smallest [CLS] start+end over the
+windows; the answer is "" when `null - best > null_score_diff_threshold`.
+
+Dev scores use the official scripts' rules and names (`tfbert.metrics.squad`),
+computed like `evaluate-v2.0.py dev.json predictions.json --na-prob-file
+null_odds.json`. `main_metric` is `f1`, the F1 of the answers the model
+actually gives (thresholded at `null_score_diff_threshold`); `best_f1`,
+the F1 at the best threshold found on dev, is reported next to it.
+
+Example:
+>>> task = QuestionAnsweringTask(QuestionAnsweringConfig(seq_length=16, doc_stride=4,
+...                                                     max_query_length=4))
+>>> _ = task.prepare(BertPreprocessor(vocab_file="tests/data/pretraining/vocab.txt"))
+>>> w = task.windows(tf.constant(["Who?"]), tf.constant(["one two three four five six "
+...                                                      "seven eight nine ten eleven"]))
+>>> w["window_start"].numpy().tolist(), w["window_length"].numpy().tolist()
+([0, 4, 8, 12, 16], [10, 10, 10, 10, 8])
+"""
+
+import dataclasses
+import json
+import math
+import os
+from typing import Optional
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfbert.data.squad import read_squad
+from tfbert.export.task_model import export_task_model
+from tfbert.metrics.squad import squad_scores
+from tfbert.models.span_labeler import MASKED_LOGIT, BertSpanLabeler
+from tfbert.tasks.base import Task
+
+NO_SPAN_SCORE = 2 * MASKED_LOGIT  # `score` when a question has no candidate span at all
+
+
+@dataclasses.dataclass
+class QuestionAnsweringConfig:
+    """Data, windowing and answer settings (the `task:` section of a finetune YAML)."""
+
+    train_file: str = ""
+    dev_file: str = ""
+    seq_length: int = 384
+    doc_stride: int = 128  # wordpieces between window starts
+    max_query_length: int = 64  # question wordpieces kept
+    max_answer_length: int = 30  # wordpieces
+    n_best_size: int = 20
+    null_score_diff_threshold: float = 0.0  # v2.0: answer "" when null - best > this
+    version_2: Optional[bool] = None  # default: detected from the data (`is_impossible`)
+    # Windows in one call of the answer function / exported model: a clear
+    # error instead of running out of memory on a huge context.
+    max_windows: int = 1024
+    predict_batch_size: int = 16  # questions per call in `predict` and dev evaluation
+    dropout: float = 0.0
+
+
+class QuestionAnsweringTask(Task):
+    """SQuAD v1.1 / v2.0 with `BertSpanLabeler` (see the module docstring)."""
+
+    name = "squad"
+    config_class = QuestionAnsweringConfig
+    text_inputs = ("question", "context")
+    main_metric = "f1"
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        c = self.config
+        if c.max_query_length < 1 or c.seq_length - 3 - c.max_query_length < 1:
+            raise ValueError(f"squad: max_query_length={c.max_query_length} must be in "
+                             f"[1, seq_length - 4 = {c.seq_length - 4}] (room for the context).")
+        for name in ("doc_stride", "max_answer_length", "n_best_size", "max_windows",
+                     "predict_batch_size"):
+            if getattr(c, name) < 1:
+                raise ValueError(f"squad: {name} must be >= 1, got {getattr(c, name)}.")
+        self.version_2 = c.version_2
+        self._data = {}
+        self._num_windows = {}
+        self._answer_fns = {}
+
+    # === Data ===
+
+    def read(self, path):
+        if not path:
+            raise ValueError("squad: set task.train_file and task.dev_file (SQuAD JSON).")
+        if path not in self._data:
+            self._data[path] = read_squad(path)
+        return self._data[path]
+
+    def prepare(self, preprocessor):
+        """Sets the preprocessor; v2.0 or v1.1 from the config or the data."""
+        self.preprocessor = preprocessor
+        if self.version_2 is None:
+            paths = [p for p in (self.config.train_file, self.config.dev_file) if p]
+            self.version_2 = any(self.read(p).version_2 for p in paths)
+        return self
+
+    def summary(self):
+        return {"task": self.name, "version": "2.0" if self.version_2 else "1.1",
+                "seq_length": self.config.seq_length, "doc_stride": self.config.doc_stride}
+
+    def windows(self, question, context):
+        """Windows of a batch of (question, context) strings, graph ops only.
+
+        Returns a dict: `inputs` (the three int32 `[windows, seq_length]`),
+        int64 `[windows]` `row` (question of each window), `window_start`
+        and `window_length` (in context wordpieces), `context_offset`
+        (sequence position of the window's first context wordpiece), and
+        the context wordpieces' byte offsets `piece_start` / `piece_limit`
+        (int64 ragged `[batch, (pieces)]`).
+        """
+        c = self.config
+        pre = self.preprocessor
+        tf.debugging.assert_equal(tf.shape(question), tf.shape(context), message=(
+            "squad: `question` and `context` must have the same batch size"))
+        q_ids = pre.tokenize(question).merge_dims(1, 2)[:, : c.max_query_length]
+        ids, starts, limits = pre.tokenize_with_offsets(context)
+        c_ids = ids.merge_dims(1, 2)
+        piece_start = tf.cast(starts.merge_dims(1, 2), tf.int64)
+        piece_limit = tf.cast(limits.merge_dims(1, 2), tf.int64)
+
+        # === Window starts and lengths (run_squad.py's doc_spans) ===
+        n_q = q_ids.row_lengths()
+        n_c = c_ids.row_lengths()
+        budget = c.seq_length - 3 - n_q  # context wordpieces per window, >= 1
+        step = tf.minimum(budget, c.doc_stride)
+        extra = tf.maximum(n_c - budget, 0)
+        num_windows = 1 + (extra + step - 1) // step  # an empty context still gets one
+        total = tf.reduce_sum(num_windows)
+        check = tf.debugging.assert_less_equal(total, tf.constant(c.max_windows, tf.int64), message=(
+            f"squad: the contexts need more than max_windows={c.max_windows} windows; send "
+            "fewer or shorter contexts per call (or raise task.max_windows)"))
+        with tf.control_dependencies([check]):  # stop before packing thousands of windows
+            total = tf.identity(total)
+        row = tf.repeat(tf.range(tf.shape(n_q, out_type=tf.int64)[0]), num_windows)
+        first_window = tf.cumsum(num_windows, exclusive=True)
+        index_in_row = tf.range(total) - tf.gather(first_window, row)
+        window_start = index_in_row * tf.gather(step, row)
+        window_length = tf.minimum(tf.gather(n_c, row) - window_start, tf.gather(budget, row))
+
+        # === Packing: [CLS] question [SEP] window [SEP] (never truncates) ===
+        flat_start = tf.gather(c_ids.row_starts(), row) + window_start
+        piece_index = tf.ragged.range(flat_start, flat_start + window_length)
+        window_ids = tf.gather(c_ids.values, piece_index)
+        inputs = pre.bert_pack_inputs([tf.gather(q_ids, row), window_ids],
+                                      seq_length=c.seq_length)
+        return {"inputs": inputs, "row": row, "window_start": window_start,
+                "window_length": window_length, "context_offset": 2 + tf.gather(n_q, row),
+                "first_window": first_window, "num_windows": num_windows,
+                "piece_start": piece_start, "piece_limit": piece_limit}
+
+    def _targets(self, w, answer_start, answer_end):
+        """Start/end positions `[windows]` of the answer (byte range) in each
+        window; 0 ([CLS]) outside it or for no answer (start -1)."""
+        starts = w["piece_start"].to_tensor(default_value=np.iinfo(np.int64).max)
+        limits = w["piece_limit"].to_tensor(default_value=np.iinfo(np.int64).max)
+        # First piece ending after the answer start; last piece starting before its end.
+        first = tf.searchsorted(limits, answer_start[:, None], side="right",
+                                out_type=tf.int64)[:, 0]
+        last = tf.searchsorted(starts, answer_end[:, None], side="left", out_type=tf.int64)[:, 0] - 1
+        has_answer = (answer_start >= 0) & (last >= first)
+        row = w["row"]
+        s = tf.gather(first, row) - w["window_start"]
+        e = tf.gather(last, row) - w["window_start"]
+        inside = tf.gather(has_answer, row) & (s >= 0) & (e < w["window_length"])
+        offset = w["context_offset"]
+        start = tf.where(inside, offset + s, 0)
+        end = tf.where(inside, offset + e, 0)
+        return {"start_logits": tf.cast(start, tf.int32), "end_logits": tf.cast(end, tf.int32)}
+
+    def _training_windows(self, question, context, answer_start, answer_end):
+        w = self.windows(question, context)
+        return w["inputs"], self._targets(w, answer_start, answer_end)
+
+    def _slices(self, path):
+        examples = self.read(path).examples
+        return (tf.constant([e.question for e in examples]),
+                tf.constant([e.context for e in examples]),
+                tf.constant([e.answer_bytes[0] for e in examples], tf.int64),
+                tf.constant([e.answer_bytes[1] for e in examples], tf.int64))
+
+    def dataset(self, path, batch_size, training=False, seed=0):
+        """`(inputs, {"start_logits": pos, "end_logits": pos})` batches of windows."""
+        slices = self._slices(path)
+        ds = tf.data.Dataset.from_tensor_slices(slices)
+        if training:
+            ds = ds.shuffle(len(self.read(path)), seed=seed, reshuffle_each_iteration=True)
+            ds = ds.repeat()
+        ds = ds.batch(32).map(self._training_windows, num_parallel_calls=tf.data.AUTOTUNE)
+        ds = ds.unbatch()
+        if training:  # windows of one question are neighbours: mix them
+            buffer = min(2048, self.num_examples(path))  # no bigger than an epoch
+            ds = ds.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
+        return ds.batch(batch_size, drop_remainder=training).prefetch(tf.data.AUTOTUNE)
+
+    def num_examples(self, path):
+        """Training windows in `path` (one window is one training example)."""
+        if path not in self._num_windows:
+            q, c, _, _ = self._slices(path)
+            ds = tf.data.Dataset.from_tensor_slices((q, c)).batch(64)
+            self._num_windows[path] = int(sum(
+                int(tf.reduce_sum(self.windows(qb, cb)["num_windows"])) for qb, cb in ds))
+        return self._num_windows[path]
+
+    # === Model, loss, training ===
+
+    def build_model(self, encoder):
+        return BertSpanLabeler(encoder, dropout=self.config.dropout)
+
+    def loss(self):
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        return {"start_logits": loss, "end_logits": loss}
+
+    def build_trainable(self, model, optimizer, train):
+        # BERT's loss is the mean of the start and end cross-entropies.
+        model.compile(optimizer=optimizer, loss=self.loss(),
+                      loss_weights={"start_logits": 0.5, "end_logits": 0.5},
+                      jit_compile=train.jit_compile)
+        return model
+
+    # === The answer function (graph ops; predict, evaluation and export) ===
+
+    def answer(self, model, question, context):
+        """Raw strings `[batch]` -> dict of answers (see `export` for the names)."""
+        question = tf.convert_to_tensor(question, tf.string)
+        context = tf.convert_to_tensor(context, tf.string)
+        w = self.windows(question, context)
+        # Pad to the longest window of this call, not to seq_length (the
+        # extra positions are padding; their logits are masked anyway).
+        inputs = w["inputs"]
+        longest = tf.reduce_max(tf.concat([tf.reduce_sum(inputs["input_mask"], 1), [1]], 0))
+        inputs = {k: v[:, :longest] for k, v in inputs.items()}
+        out = model(inputs, training=False)
+        start_logits, end_logits = out["start_logits"], out["end_logits"]
+        return self._search(w, start_logits, end_logits, context)
+
+    def _search(self, w, start_logits, end_logits, context):
+        c = self.config
+        batch = tf.shape(context, out_type=tf.int64)[0]
+        n_windows = tf.shape(start_logits, out_type=tf.int64)[0]
+        length = tf.shape(start_logits, out_type=tf.int64)[1]
+        K = c.max_answer_length
+
+        # === Which positions may start / end a span ===
+        position = tf.range(length)[None, :]
+        p = position - w["context_offset"][:, None]  # context piece index in the window
+        in_context = (p >= 0) & (p < w["window_length"][:, None])
+        # Max context: min(left, right) + 0.01 * window length, best window per piece.
+        wl = w["window_length"][:, None]
+        context_score = tf.cast(tf.minimum(p, wl - 1 - p), tf.float32) + 0.01 * tf.cast(
+            wl, tf.float32)
+        n_pieces = tf.shape(w["piece_start"].values, out_type=tf.int64)[0]
+        piece = tf.where(in_context, tf.gather(w["piece_start"].row_starts(), w["row"])[:, None]
+                         + w["window_start"][:, None] + p, n_pieces)  # n_pieces: a spare slot
+        best = tf.math.unsorted_segment_max(tf.where(in_context, context_score, -1.0), piece,
+                                            n_pieces + 1)
+        is_best = in_context & (context_score == tf.gather(best, piece))
+        window_id = tf.broadcast_to(tf.range(n_windows)[:, None], tf.shape(piece))
+        first = tf.math.unsorted_segment_min(tf.where(is_best, window_id, n_windows), piece,
+                                             n_pieces + 1)
+        can_start = is_best & (window_id == tf.gather(first, piece))  # ties: first window
+
+        # === Span scores [windows, length, K]: start at s, end at s + k ===
+        end_position = tf.range(length)[:, None] + tf.range(K, dtype=tf.int64)[None, :]
+        end_index = tf.minimum(end_position, length - 1)
+        end_scores = tf.gather(end_logits, end_index, axis=1)
+        can_end = tf.gather(in_context, end_index, axis=1) & (end_position < length)[None]
+        ok = can_start[:, :, None] & can_end
+        span = tf.where(ok, start_logits[:, :, None] + end_scores, -np.inf)
+
+        # === n-best per question over all its windows ===
+        per_window = tf.reshape(span, [n_windows, -1])
+        width = length * K
+        grouped = tf.RaggedTensor.from_value_rowids(per_window, w["row"], nrows=batch)
+        dense = grouped.merge_dims(1, 2).to_tensor(default_value=-np.inf)
+        dense = tf.concat([dense, tf.fill([batch, c.n_best_size], -np.inf)], axis=1)
+        top_score, top_index = tf.math.top_k(dense, k=c.n_best_size)
+        top_index = tf.cast(top_index, tf.int64)
+        found = top_score > -np.inf
+        rows = tf.broadcast_to(tf.range(batch)[:, None], tf.shape(top_index))
+        window = tf.where(found, tf.gather(w["first_window"], rows) + top_index // width, 0)
+        start_pos = tf.where(found, (top_index % width) // K, 0)
+        k = top_index % K
+        piece_first = tf.gather(w["window_start"], window) + start_pos - tf.gather(
+            w["context_offset"], window) + tf.gather(w["piece_start"].row_starts(), rows)
+        piece_last = piece_first + k
+        spare = tf.concat([w["piece_start"].values, [0]], 0), tf.concat(
+            [w["piece_limit"].values, [0]], 0)
+        byte_start = tf.where(found, tf.gather(spare[0], tf.where(found, piece_first, n_pieces)), 0)
+        byte_end = tf.where(found, tf.gather(spare[1], tf.where(found, piece_last, n_pieces)), 0)
+        flat = lambda logits, pos: tf.gather(tf.reshape(logits, [-1]), window * length + pos)
+        start_logit = tf.where(found, flat(start_logits, start_pos), 0.0)
+        end_logit = tf.where(found, flat(end_logits, tf.where(found, start_pos + k, 0)), 0.0)
+        text_of = tf.gather(context, rows)
+        text = tf.where(found, tf.strings.substr(text_of, byte_start, byte_end - byte_start,
+                                                 unit="BYTE"), "")
+
+        def chars(byte):  # character offset of a byte offset
+            return tf.cast(tf.strings.length(tf.strings.substr(text_of, tf.zeros_like(byte), byte,
+                                                               unit="BYTE"),
+                                             unit="UTF8_CHAR"), tf.int32)
+
+        start_char = tf.where(found, chars(byte_start), -1)
+        end_char = tf.where(found, chars(byte_end), -1)
+        score = tf.where(found, top_score, NO_SPAN_SCORE)
+
+        # === The answer (v2.0: null when [CLS] beats the best span) ===
+        null = tf.math.unsorted_segment_min(start_logits[:, 0] + end_logits[:, 0], w["row"],
+                                            batch)
+        outputs = {"answer": text[:, 0], "score": score[:, 0], "start_char": start_char[:, 0],
+                   "end_char": end_char[:, 0]}
+        if self.version_2:
+            no_answer = null - score[:, 0]
+            is_null = (~found[:, 0]) | (no_answer > c.null_score_diff_threshold)
+            outputs.update(
+                answer=tf.where(is_null, "", text[:, 0]),
+                start_char=tf.where(is_null, -1, start_char[:, 0]),
+                end_char=tf.where(is_null, -1, end_char[:, 0]),
+                no_answer_score=no_answer, null_score=null)
+        outputs.update(nbest_answers=text, nbest_scores=score, nbest_start_logits=start_logit,
+                       nbest_end_logits=end_logit, nbest_start_char=start_char,
+                       nbest_end_char=end_char, num_windows=tf.cast(w["num_windows"], tf.int32))
+        return outputs
+
+    def answer_function(self, model):
+        """The traced `answer` for `model` (one per model; string shapes `[None]`)."""
+        key = id(model)
+        if key not in self._answer_fns:
+            spec = tf.TensorSpec([None], tf.string)
+            self._answer_fns[key] = tf.function(
+                lambda q, c: self.answer(model, q, c), input_signature=[spec, spec])
+        return self._answer_fns[key]
+
+    # === Raw strings: prediction ===
+
+    def predict(self, model, questions, contexts, batch_size=None):
+        """One dict per question: `answer`, `score`, `start_char`, `end_char`
+        (characters; -1 for no answer), `no_answer_score` (v2.0) and `nbest`
+        (list of `text`, `score`, `start_logit`, `end_logit`, `start_char`,
+        `end_char`), from the same graph function as the export."""
+        questions, contexts = list(questions), list(contexts)
+        if len(questions) != len(contexts):
+            raise ValueError(f"squad: {len(questions)} questions but {len(contexts)} contexts.")
+        fn = self.answer_function(model)
+        size = batch_size or self.config.predict_batch_size
+        results = []
+        for i in range(0, len(questions), size):
+            try:
+                out = fn(tf.constant(questions[i: i + size], tf.string),
+                         tf.constant(contexts[i: i + size], tf.string))
+            except tf.errors.InvalidArgumentError as e:
+                raise ValueError(f"squad: questions {i}..{i + size - 1}: {e.message.splitlines()[0]}"
+                                 ) from None
+            out = {k: v.numpy() for k, v in out.items()}
+            for j in range(len(out["answer"])):
+                results.append(self._one(out, j))
+        return results
+
+    @staticmethod
+    def _one(out, j):
+        dec = lambda b: b.decode("utf-8", "replace")
+        result = {"answer": dec(out["answer"][j]), "score": float(out["score"][j]),
+                  "start_char": int(out["start_char"][j]), "end_char": int(out["end_char"][j]),
+                  "num_windows": int(out["num_windows"][j])}
+        if "no_answer_score" in out:
+            result["no_answer_score"] = float(out["no_answer_score"][j])
+            result["null_score"] = float(out["null_score"][j])
+        nbest = []
+        for n in range(out["nbest_scores"].shape[1]):
+            if out["nbest_start_char"][j, n] < 0:
+                break  # fewer candidates than n_best_size
+            nbest.append({"text": dec(out["nbest_answers"][j, n]),
+                          "score": float(out["nbest_scores"][j, n]),
+                          "start_logit": float(out["nbest_start_logits"][j, n]),
+                          "end_logit": float(out["nbest_end_logits"][j, n]),
+                          "start_char": int(out["nbest_start_char"][j, n]),
+                          "end_char": int(out["nbest_end_char"][j, n])})
+        result["nbest"] = nbest
+        return result
+
+    # === Evaluation ===
+
+    def eval_data(self, path, batch_size):
+        """`(SquadData, gold)`: the dev questions and id -> gold answer texts."""
+        data = self.read(path)
+        return data, {e.id: list(e.answers) for e in data.examples}
+
+    def evaluate(self, model, dev):
+        data, gold = dev
+        results = self.predict(model, [e.question for e in data.examples],
+                               [e.context for e in data.examples])
+        return self.score(results, dev)
+
+    def score(self, results, reference):
+        """Official SQuAD metrics of `predict` results (list, in dev order)."""
+        data, gold = reference
+        ids = [e.id for e in data.examples]
+        predictions = {q: r["answer"] for q, r in zip(ids, results)}
+        null_odds = ({q: r["no_answer_score"] for q, r in zip(ids, results)}
+                     if self.version_2 else None)
+        return squad_scores(gold, predictions, null_odds, version=2 if self.version_2 else 1)
+
+    def write_predictions(self, model, dev, out_dir):
+        """`predictions.json`, `nbest_predictions.json` and (v2.0)
+        `null_odds.json` in the official formats; returns the paths."""
+        data, _ = dev
+        results = self.predict(model, [e.question for e in data.examples],
+                               [e.context for e in data.examples])
+        ids = [e.id for e in data.examples]
+        files = {"predictions.json": {q: r["answer"] for q, r in zip(ids, results)},
+                 "nbest_predictions.json": {q: self._nbest_entries(r) for q, r in zip(ids, results)}}
+        if self.version_2:
+            files["null_odds.json"] = {q: r["no_answer_score"] for q, r in zip(ids, results)}
+        os.makedirs(out_dir, exist_ok=True)
+        paths = []
+        for name, content in files.items():
+            path = os.path.join(out_dir, name)
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(content, f, ensure_ascii=False, indent=1)
+            paths.append(path)
+        return paths
+
+    def _nbest_entries(self, result):
+        """n-best list as `run_squad.py` writes it: distinct texts, softmax
+        probabilities over the listed scores (v2.0: the null answer "" with
+        the null score among them)."""
+        entries, seen = [], set()
+        for e in result["nbest"]:
+            if e["text"] in seen:
+                continue  # the same text from another span: keep the best one
+            seen.add(e["text"])
+            entries.append(dict(e))
+        if self.version_2 and "" not in seen:
+            entries.append({"text": "", "score": result["null_score"], "start_logit": None,
+                            "end_logit": None, "start_char": -1, "end_char": -1})
+            entries.sort(key=lambda e: -e["score"])
+        if entries:
+            top = max(e["score"] for e in entries)
+            weights = [math.exp(e["score"] - top) for e in entries]
+            for e, wgt in zip(entries, weights):
+                e["probability"] = wgt / sum(weights)
+        return entries
+
+    # === Export ===
+
+    def export(self, model, export_dir):
+        """SavedModel: `serving_default(question, context)` -> `answer`
+        (string; "" for no answer), `score` (best span's start+end logit),
+        `start_char`, `end_char` (characters; -1 for no answer), v2.0:
+        `no_answer_score` (null - best: the null odds) and `null_score`;
+        also `nbest_answers`, `nbest_scores`, `nbest_start_logits`,
+        `nbest_end_logits`, `nbest_start_char`, `nbest_end_char`
+        `[batch, n_best_size]` and `num_windows`. `serving_ids` -> the
+        per-position `start_logits`, `end_logits`."""
+
+        def serve_ids(inputs):
+            return model(inputs, training=False)
+
+        def serve_text(texts):
+            return self.answer(model, texts["question"], texts["context"])
+
+        return export_task_model(export_dir, serve_text, serve_ids, self.text_inputs,
+                                 track=[model, self.preprocessor])

@@ -1,0 +1,244 @@
+"""Sentence embeddings (Sentence-BERT): train a `SentenceEncoder`, score retrieval or STS, export.
+
+Losses (`task.loss`, from `tfbert.losses`):
+  ranking   (query, passage[, hard negative]) pairs, in-batch negatives
+            (MultipleNegativesRankingLoss; scale `scale`)
+  cosine    (text, text_b, score) pairs, MSE of the cosine against the score
+            rescaled from `[min_score, max_score]` to [0, 1]
+  softmax   (text, text_b, label) pairs, a classifier on (u, v, |u - v|) (NLI)
+  triplet   (anchor, positive, negative), Euclidean margin `margin`
+
+Dev metric each epoch (`dev_metric`; the best epoch is kept): `retrieval`
+ranks every dev query against all dev passages (recall_at_1, recall_at_5,
+mrr_at_10; main metric recall_at_1), `spearman` correlates cosine(text,
+text_b) with the dev file's `score_column` (the default for `cosine`).
+
+Export: `serving_default(text)` -> `embedding` float32 `[batch, dim]`
+(normalized when the model normalizes), each batch padded to its longest text.
+
+Example:
+>>> task = SentenceEmbeddingTask({"loss": "ranking", "seq_length": 16})
+>>> _ = task.prepare(BertPreprocessor(vocab_file="tests/data/pretraining/vocab.txt",
+...                                   seq_length=16))
+>>> model = task.build_model(BertEncoder(BertConfig.from_preset("tiny", vocab_size=1931)))
+>>> task.predict(model, ["Open the file.", "Read it."])["embedding"].shape
+(2, 128)
+>>> task.main_metric
+'recall_at_1'
+"""
+
+import dataclasses
+from typing import Optional, Union
+
+import numpy as np
+import tensorflow as tf
+
+from tfbert.data import pairs as pair_readers
+from tfbert.export.task_model import export_task_model
+from tfbert.losses import (CosineSimilarityLoss, MultipleNegativesRankingLoss, SoftmaxLoss,
+                           TripletLoss)
+from tfbert.metrics import retrieval
+from tfbert.models.sentence_encoder import SentenceEncoder
+from tfbert.tasks.base import Task
+
+Column = Optional[Union[str, int]]
+LOSSES = ("ranking", "cosine", "softmax", "triplet")
+DEV_METRICS = ("retrieval", "spearman")
+
+
+@dataclasses.dataclass
+class SentenceEmbeddingConfig:
+    """Data, loss and pooling settings (the `task:` section of a finetune YAML)."""
+
+    train_file: str = ""
+    dev_file: str = ""
+    format: Optional[str] = None  # tsv | csv | jsonl; default from the extension
+    header: bool = True  # TSV/CSV: first line names the columns
+    loss: str = "ranking"  # ranking | cosine | softmax | triplet
+    text_column: Column = "anchor"  # query / sentence1 / anchor
+    text_b_column: Column = "positive"  # passage / sentence2 / positive
+    negative_column: Column = None  # ranking: optional hard negative; triplet: required
+    score_column: Column = "score"  # cosine loss, and the dev file for dev_metric=spearman
+    label_column: Column = "label"  # softmax loss
+    label_list: Optional[list] = None  # softmax: default sorted labels of the training file
+    min_score: float = 0.0  # scores must lie in [min_score, max_score] (STS-B: 0, 5)
+    max_score: float = 1.0
+    dev_metric: Optional[str] = None  # retrieval | spearman; default spearman for cosine
+    pooling: str = "mean"  # mean | cls | max
+    normalize: bool = True
+    dense_units: Optional[int] = None
+    scale: float = 20.0  # ranking: cosine scale (sentence-transformers' default)
+    margin: float = 5.0  # triplet: Euclidean margin (sentence-transformers' default)
+    seq_length: int = 128
+
+
+def trim_to_longest(inputs):
+    """Encoder inputs cut to the batch's longest sequence (at least 2 columns)."""
+    longest = tf.maximum(tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=1)), 2)
+    return {k: v[:, :longest] for k, v in inputs.items()}
+
+
+class SentenceEmbeddingTask(Task):
+    """Trains a `SentenceEncoder` with a siamese/triplet loss (see module doc)."""
+
+    name = "sentence_embedding"
+    config_class = SentenceEmbeddingConfig
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        # Without XLA, each batch pads to its longest text (docstring-length
+        # texts in a seq_length=128 batch are mostly padding); XLA wants static shapes.
+        self.pad_to_batch = False
+        c = self.config
+        if c.loss not in LOSSES:
+            raise ValueError(f"task.loss must be one of {list(LOSSES)}, got {c.loss!r}.")
+        if c.loss == "triplet" and c.negative_column is None:
+            raise ValueError("task.loss=triplet needs task.negative_column.")
+        self.dev_metric = c.dev_metric or ("spearman" if c.loss == "cosine" else "retrieval")
+        if self.dev_metric not in DEV_METRICS:
+            raise ValueError(f"task.dev_metric must be one of {list(DEV_METRICS)}, "
+                             f"got {c.dev_metric!r}.")
+        self.main_metric = "spearman" if self.dev_metric == "spearman" else "recall_at_1"
+        self.label_list = [str(l) for l in c.label_list] if c.label_list else None
+
+    # === Data ===
+
+    def read(self, path):
+        """`SentencePairs` of `path` with the columns this loss needs."""
+        c = self.config
+        if c.loss == "cosine":
+            return pair_readers.read_scored_pairs(path, c.text_column, c.text_b_column,
+                                                  c.score_column, c.min_score, c.max_score,
+                                                  c.format, c.header)
+        return pair_readers.read_pairs(
+            path, c.text_column, c.text_b_column, negative_column=c.negative_column,
+            label_column=c.label_column if c.loss == "softmax" else None,
+            format=c.format, header=c.header)
+
+    def prepare(self, preprocessor):
+        """Sets the preprocessor; softmax without a label list takes the training file's."""
+        self.preprocessor = preprocessor
+        if self.config.loss == "softmax" and self.label_list is None:
+            if not self.config.train_file:
+                raise ValueError("loss=softmax needs task.label_list or a train_file.")
+            self.label_list = sorted(set(self.read(self.config.train_file).label))
+        return self
+
+    def targets(self, rows):
+        """Scores (cosine), class ids (softmax), or None (ranking, triplet)."""
+        if self.config.loss == "cosine":
+            return np.asarray(rows.score, np.float32)
+        if self.config.loss == "softmax":
+            index = {l: i for i, l in enumerate(self.label_list)}
+            for i, label in enumerate(rows.label):
+                if label not in index:
+                    raise ValueError(f"{rows.where(i)}: label {label!r} is not in the label "
+                                     f"list {self.label_list}.")
+            return np.asarray([index[l] for l in rows.label], np.int32)
+        return None
+
+    def dataset(self, path, batch_size, training=False, seed=0):
+        """`({"anchor", "positive"[, "negative"]: encoder inputs}[, targets])`
+        batches; training ones are shuffled, repeated and full (static shapes)."""
+        rows = self.read(path)
+        texts = {"anchor": rows.anchor, "positive": rows.positive}
+        if rows.negative is not None:
+            texts["negative"] = rows.negative
+        targets = self.targets(rows)
+        ds = tf.data.Dataset.from_tensor_slices(texts if targets is None else (texts, targets))
+        if training:
+            ds = ds.shuffle(len(rows), seed=seed, reshuffle_each_iteration=True).repeat()
+        ds = ds.batch(batch_size, drop_remainder=training)
+
+        def encode(columns, *y):
+            x = {name: self.preprocessor(t) for name, t in columns.items()}
+            if self.pad_to_batch:
+                x = {name: trim_to_longest(ids) for name, ids in x.items()}
+            return (x, *y) if y else x
+
+        return ds.map(encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+    def num_examples(self, path):
+        return len(self.read(path))
+
+    def summary(self):
+        return {"task": self.name, "loss": self.config.loss, "dev_metric": self.dev_metric,
+                "pooling": self.config.pooling, "normalize": self.config.normalize}
+
+    # === Model and training ===
+
+    def fit(self, encoder, train, model_dir, strategy, dev):
+        """`Task.fit`, with training batches padded to their longest text when
+        XLA is off (Keras retraces with `reduce_retracing`, so few traces)."""
+        self.pad_to_batch = not train.jit_compile
+        try:
+            return super().fit(encoder, train, model_dir, strategy, dev)
+        finally:
+            self.pad_to_batch = False
+
+    def build_model(self, encoder):
+        c = self.config
+        return SentenceEncoder(encoder, pooling=c.pooling, dense_units=c.dense_units,
+                               normalize=c.normalize, preprocessor=self.preprocessor)
+
+    def build_trainable(self, model, optimizer, train):
+        """The loss wrapper (its weights include `model`'s), compiled."""
+        c = self.config
+        if c.loss == "ranking":
+            trainable = MultipleNegativesRankingLoss(model, scale=c.scale)
+        elif c.loss == "cosine":
+            trainable = CosineSimilarityLoss(model)
+        elif c.loss == "softmax":
+            trainable = SoftmaxLoss(model, num_labels=len(self.label_list))
+        else:
+            trainable = TripletLoss(model, margin=c.margin)
+        # Build every weight now (a two-text batch), so restoring a backup or
+        # the best weights never meets an unbuilt model.
+        ids = self.preprocessor(tf.constant(["a", "b"]))
+        columns = ["anchor", "positive"] + (["negative"] if c.negative_column is not None else [])
+        trainable({name: ids for name in columns})
+        trainable.compile(optimizer=optimizer, jit_compile=train.jit_compile)
+        return trainable
+
+    # === Evaluation ===
+
+    def eval_data(self, path, batch_size):
+        """`(texts, text_bs, gold scores or None)` of the dev file."""
+        if not path:
+            raise ValueError("sentence_embedding needs task.dev_file to score each epoch.")
+        c = self.config
+        if self.dev_metric == "spearman":
+            rows = pair_readers.read_scored_pairs(path, c.text_column, c.text_b_column,
+                                                  c.score_column, c.min_score, c.max_score,
+                                                  c.format, c.header)
+            return rows.anchor, rows.positive, rows.score
+        rows = pair_readers.read_pairs(path, c.text_column, c.text_b_column, format=c.format,
+                                       header=c.header)
+        return rows.anchor, rows.positive, None
+
+    def evaluate(self, model, dev, batch_size=64):
+        texts, text_bs, scores = dev
+        embeddings = (model.encode(texts, batch_size), model.encode(text_bs, batch_size))
+        return self.score(embeddings, scores)
+
+    def score(self, embeddings, scores):
+        """Retrieval metrics (scores None) or Spearman of cosine vs `scores`."""
+        u, v = embeddings
+        if scores is None:
+            return retrieval.retrieval_metrics(u, v)
+        return {"spearman": retrieval.similarity_spearman(u, v, scores)}
+
+    # === Raw strings: prediction and export ===
+
+    def predict(self, model, text, batch_size=32):
+        """`{"embedding": [n, dim]}` for raw strings."""
+        return {"embedding": model.encode(text, batch_size=batch_size)}
+
+    def export(self, model, export_dir):
+        """SavedModel: `serving_default(text)` -> `embedding`."""
+        return export_task_model(
+            export_dir,
+            serve_text=lambda texts: {"embedding": model.embed_text(texts["text"])},
+            serve_ids=lambda inputs: {"embedding": model(inputs, training=False)},
+            text_inputs=("text",),
+            track=[model, self.preprocessor])

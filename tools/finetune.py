@@ -142,6 +142,7 @@ def main(argv):
         return 1
 
     from tfbert.tasks.runner import finetune
+    from tfbert.train.callbacks import Preempted
     from tfbert.train.strategy import get_strategy
 
     strategy = get_strategy(cfg.distribution_strategy, num_devices=cfg.num_devices or None,
@@ -160,6 +161,9 @@ def main(argv):
                 init_checkpoint=cfg.init_checkpoint or None,
                 encoder_config=random_init,
                 vocab_file=cfg.vocab_file or None, lower_case=cfg.lower_case, strategy=strategy)
+        except Preempted as e:  # state saved: a clean stop the scheduler can restart
+            print(f"finetune: {e}", flush=True)
+            return 0
         except (ValueError, FileNotFoundError) as e:
             # Bad input (labels, files, columns): the message names the file and line.
             print(f"finetune: error: {e}", file=sys.stderr)

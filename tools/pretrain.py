@@ -11,6 +11,8 @@ Training runs in chunks of `steps_per_epoch` steps (Keras epochs). After each
 chunk, `<model_dir>/backup` holds the weights, optimizer state and epoch;
 rerun the same command after a kill and training resumes at the first
 unfinished chunk, with the input pipeline skipping the batches already used.
+SIGTERM (a preemption notice) saves at the current step and exits 0; the
+rerun continues at that step.
 At the end, `<model_dir>/pretrained/` is a tfbert checkpoint directory
 (encoder + `mlm/*` + `nsp/*` heads + vocab) for fine-tuning and export.
 """
@@ -179,20 +181,22 @@ def run(cfg):
                             tpu=cfg.tpu)
 
     epochs = cfg.num_train_steps // cfg.steps_per_epoch
-    initial_epoch = cb.resume_epoch(cfg.model_dir)
+    initial_epoch, initial_batch = cb.resume_point(cfg.model_dir)
     masker = None
     if cfg.dynamic_masking:
         masker = MaskedLMMasker.from_vocab(
             vocab, max_predictions=cfg.max_predictions_per_seq,
             mask_rate=cfg.masked_lm_prob, strategy=cfg.masking_strategy,
         )
-    dataset = pretraining_dataset(
-        cfg.train_files, cfg.batch_size, masker=masker, seed=cfg.seed,
-        shuffle_buffer=cfg.shuffle_buffer, use_nsp=cfg.use_nsp,
-        skip_batches=initial_epoch * cfg.steps_per_epoch,
-    )
-    if cfg.distribution_strategy == "multi_worker_mirrored":
-        dataset = with_auto_shard(dataset, "DATA")
+
+    def make_dataset(skip_batches):
+        dataset = pretraining_dataset(
+            cfg.train_files, cfg.batch_size, masker=masker, seed=cfg.seed,
+            shuffle_buffer=cfg.shuffle_buffer, use_nsp=cfg.use_nsp, skip_batches=skip_batches,
+        )
+        if cfg.distribution_strategy == "multi_worker_mirrored":
+            dataset = with_auto_shard(dataset, "DATA")
+        return dataset
 
     jit_compile = cfg.jit_compile and xla_supported(strategy)
     if cfg.jit_compile and not jit_compile:
@@ -209,18 +213,19 @@ def run(cfg):
             ),
             jit_compile=jit_compile,
         )
-        x, _ = next(iter(dataset.take(1)))
+        x, _ = next(iter(make_dataset(0).take(1)))
         model(x)  # build: BackupAndRestore restores into built variables
-    if initial_epoch:
-        print(f"Resuming at epoch {initial_epoch} (step {initial_epoch * cfg.steps_per_epoch}).")
+    if initial_epoch or initial_batch:
+        print(f"Resuming at epoch {initial_epoch} "
+              f"(step {initial_epoch * cfg.steps_per_epoch + initial_batch}).", flush=True)
 
     callbacks = cb.training_callbacks(
         cfg.model_dir, checkpoint_every_epochs=cfg.checkpoint_every_epochs,
         keep_checkpoints=cfg.keep_checkpoints, tensorboard=cfg.tensorboard,
     )
     start = time.time()
-    history = model.fit(dataset, epochs=epochs, steps_per_epoch=cfg.steps_per_epoch,
-                        callbacks=callbacks, verbose=cfg.verbose)
+    history = cb.fit_resumable(model, make_dataset, callbacks, epochs, cfg.steps_per_epoch,
+                               verbose=cfg.verbose)
     seconds = time.time() - start
     step = int(model.optimizer.iterations.numpy())
     # Equal on every worker of a multi-worker run (replicas stay in sync).
@@ -255,8 +260,12 @@ def main(argv):
     except (ValueError, FileNotFoundError, TypeError) as e:
         print(f"pretrain: error: {e}", file=sys.stderr)
         sys.exit(1)
+    from tfbert.train.callbacks import Preempted
+
     try:
         run(cfg)
+    except Preempted as e:  # state saved: a clean stop the scheduler can restart
+        print(f"pretrain: {e}", flush=True)
     except (ValueError, FileNotFoundError) as e:
         print(f"pretrain: error: {e}", file=sys.stderr)
         sys.exit(1)

@@ -34,13 +34,14 @@ def records(tmp_path_factory):
     return str(tmp / "records" / "*.tfrecord")
 
 
-def start_workers(configs, records, model_dir, steps, logs):
+def start_workers(configs, records, model_dir, steps, logs, steps_per_epoch=10):
     procs = []
     for i, config in enumerate(configs):
         cmd = [sys.executable, str(ROOT / "tools" / "pretrain.py"),
                f"--config={ROOT / 'configs' / 'pretrain_tiny.yaml'}",
                f"--train_files={records}", f"--vocab_file={VOCAB}", f"--model_dir={model_dir}",
-               f"--num_train_steps={steps}", "--steps_per_epoch=10", "--batch_size=16",
+               f"--num_train_steps={steps}", f"--steps_per_epoch={steps_per_epoch}",
+               "--batch_size=16",
                "--distribution_strategy=multi_worker_mirrored", "--set", "verbose=2",
                "--set", "tensorboard=false"]
         log = open(logs / f"worker{i}.log", "w")
@@ -133,6 +134,44 @@ def test_killed_worker_then_restarted_job_resumes(records, tmp_path, tf_configs)
     # but before its backup landed (it is redone, never skipped).
     assert sorted(set(epochs)) == list(range(6))
     assert len(epochs) - len(set(epochs)) <= 1
+
+
+@pytest.mark.slow
+def test_sigterm_to_one_worker_stops_both_at_one_step_and_the_rerun_redoes_none(
+        records, tmp_path, tf_configs):
+    ref_logs, logs = tmp_path / "ref", tmp_path / "logs"
+    ref_logs.mkdir(), logs.mkdir()
+    codes = wait_all(start_workers(tf_configs(), records, tmp_path / "ref_run", 80, ref_logs,
+                                   steps_per_epoch=40), timeout=400)
+    assert codes == [0, 0], (ref_logs / "worker0.log").read_text()[-2000:]
+
+    model_dir = tmp_path / "run"
+    procs = start_workers(tf_configs(), records, model_dir, 80, logs, steps_per_epoch=40)
+    meta = model_dir / "backup" / "training_metadata.json"
+    try:
+        deadline = time.time() + 300
+        while not meta.exists() and time.time() < deadline:
+            assert all(p.poll() is None for p in procs), "a worker exited early"
+            time.sleep(0.05)
+        time.sleep(0.5)  # into epoch 1
+        procs[1].send_signal(signal.SIGTERM)  # the non-chief only: the chief must follow
+    finally:
+        codes = wait_all(procs, timeout=300)
+    texts = [(logs / f"worker{i}.log").read_text() for i in range(2)]
+    assert codes == [0, 0], "\n".join(t[-2000:] for t in texts)
+    stops = [re.search(r"preempted \(SIGTERM\) at step (\d+)", t) for t in texts]
+    assert all(stops), "\n".join(t[-2000:] for t in texts)
+    stopped = int(stops[0].group(1))
+    assert stopped == int(stops[1].group(1)) and 40 < stopped < 80
+    assert json.loads(meta.read_text()) == {"epoch": 1, "batch": stopped - 40}  # the chief's save
+
+    codes = wait_all(start_workers(tf_configs(), records, model_dir, 80, logs,
+                                   steps_per_epoch=40), timeout=400)
+    texts = [(logs / f"worker{i}.log").read_text() for i in range(2)]
+    assert codes == [0, 0], "\n".join(t[-2000:] for t in texts)
+    assert f"Resuming at epoch 1 (step {stopped})" in texts[0]
+    assert checksum(logs / "worker0.log") == checksum(ref_logs / "worker0.log")
+    assert checksum(logs / "worker1.log") == checksum(ref_logs / "worker0.log")
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ import json
 import math
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -122,6 +123,42 @@ def test_killed_run_resumes_without_repeating_or_skipping(records, tmp_path):
     assert summary["step"] == 120
     assert summary["first_epoch_run_now"] == len(done_before)
     assert summary["epochs_run_now"] == 6 - len(done_before)
+
+
+def checksum(output):
+    return re.findall(r"Weights checksum at step (\d+): (\S+)", output)[-1]
+
+
+@pytest.mark.slow
+def test_sigterm_mid_epoch_saves_the_step_and_the_rerun_redoes_none(records, tmp_path):
+    extra = ("--set", "encoder_overrides.num_layers=1", "--set", "tensorboard=false")
+    reference = subprocess.run(pretrain_flags(records, tmp_path / "ref", 200, 100, *extra),
+                               env=ENV, timeout=600, capture_output=True, text=True)
+    assert reference.returncode == 0, reference.stderr[-3000:]
+
+    model_dir = tmp_path / "run"
+    cmd = pretrain_flags(records, model_dir, 200, 100, *extra)
+    proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    meta = model_dir / "backup" / "training_metadata.json"
+    deadline = time.time() + 300
+    while not meta.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # into epoch 1 (100 steps of a few ms each)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, out[-3000:]
+    stopped = int(re.search(r"pretrain: preempted \(SIGTERM\) at step (\d+)", out).group(1))
+    assert 100 < stopped < 200, out[-2000:]
+    assert json.loads(meta.read_text()) == {"epoch": 1, "batch": stopped - 100}
+    assert not (model_dir / "summary.json").exists()
+
+    result = subprocess.run(cmd, env=ENV, timeout=600, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"Resuming at epoch 1 (step {stopped})" in result.stdout
+    # Not one step redone or skipped: the weights equal the uninterrupted run's.
+    assert checksum(result.stdout) == checksum(reference.stdout)
+    assert json.loads((model_dir / "summary.json").read_text())["step"] == 200
 
 
 @pytest.mark.slow

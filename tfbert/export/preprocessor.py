@@ -55,8 +55,8 @@ class _PreprocessorModule(tf.Module):
         # As TF Hub's preprocessors: any seq_length (a scalar tensor, checked
         # in the graph), e.g. `hub.KerasLayer(pre.bert_pack_inputs,
         # arguments=dict(seq_length=64))`, and 1..N segments (N: the
-        # encoder's type_vocab_size, at least 3).
-        for count in range(1, max(3, preprocessor.max_segments or 0) + 1):
+        # encoder's type_vocab_size; 3 when the preprocessor does not know it).
+        for count in range(1, (preprocessor.max_segments or 3) + 1):
             pack.get_concrete_function([SEGMENT] * count)
             pack.get_concrete_function([SEGMENT] * count, tf.TensorSpec([], tf.int32))
         self.bert_pack_inputs = pack

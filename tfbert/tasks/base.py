@@ -107,8 +107,13 @@ class Task:
         n = self.num_examples(self.config.train_file)
         steps = train.steps_per_epoch or max(1, n // train.batch_size)
         total = steps * train.epochs
-        dataset = with_auto_shard(self.dataset(self.config.train_file, train.batch_size,
-                                               training=True, seed=train.seed))
+
+        def make_dataset(skip_batches):
+            # Built anew for each resume: a seeded order that restarts at batch 0.
+            data = self.dataset(self.config.train_file, train.batch_size, training=True,
+                                seed=train.seed)
+            return with_auto_shard(data.skip(skip_batches) if skip_batches else data)
+
         with strategy.scope():
             model = self.build_model(encoder)
             optimizer = create_optimizer(
@@ -118,7 +123,7 @@ class Task:
                 clipnorm=train.clipnorm)
             trainable = self.build_trainable(model, optimizer, train)
         evaluation = fit_keeping_best(
-            trainable, dataset, lambda: self.evaluate(model, dev), self.main_metric, model_dir,
+            trainable, make_dataset, lambda: self.evaluate(model, dev), self.main_metric, model_dir,
             epochs=train.epochs, steps_per_epoch=steps, verbose=train.verbose,
             tensorboard=train.tensorboard)
         return model, evaluation.scores

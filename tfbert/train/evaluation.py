@@ -38,6 +38,8 @@ class DevEvaluation(keras.callbacks.Callback):
         self.scores = []
 
     def on_epoch_end(self, epoch, logs=None):
+        if self.model.stop_training:  # an epoch cut short by SIGTERM is not scored
+            return
         scores = self.evaluate()
         self.scores.append(scores)
         flat = {k: float(v) for k, v in scores.items() if np.isscalar(v)}
@@ -55,13 +57,15 @@ def best_epoch(scores, main_metric):
     return int(np.argmax(np.nan_to_num(np.asarray(values, np.float64), nan=-np.inf)))
 
 
-def fit_keeping_best(model, dataset, evaluate, main_metric, model_dir, epochs, steps_per_epoch,
-                     verbose=2, tensorboard=False, extra_callbacks=()):
+def fit_keeping_best(model, make_dataset, evaluate, main_metric, model_dir, epochs,
+                     steps_per_epoch, verbose=2, tensorboard=False, extra_callbacks=()):
     """`model.fit` with dev evaluation each epoch; the best epoch's weights are
     saved to `<model_dir>/best.weights.h5` and loaded at the end.
 
     Resumable: `tfbert.train.callbacks.training_callbacks` backs up every
-    epoch under `model_dir`. Returns the `DevEvaluation` (its `scores` per epoch;
+    epoch under `model_dir` (and the current step on SIGTERM, then raises
+    `Preempted`); `make_dataset(skip_batches)` builds the training data (see
+    `fit_resumable`). Returns the `DevEvaluation` (its `scores` per epoch;
     empty when a finished run was restored and nothing trained).
     """
     evaluation = DevEvaluation(evaluate, verbose=verbose)
@@ -75,9 +79,8 @@ def fit_keeping_best(model, dataset, evaluate, main_metric, model_dir, epochs, s
                                         save_best_only=True, save_weights_only=True),
     ] + train_callbacks.training_callbacks(model_dir, keep_checkpoints=1,
                                            tensorboard=tensorboard) + list(extra_callbacks)
-    # shuffle=False: the tf.data pipeline shuffles; Keras would only warn.
-    model.fit(dataset, epochs=epochs, steps_per_epoch=steps_per_epoch, callbacks=callbacks,
-              verbose=verbose, shuffle=False)
+    train_callbacks.fit_resumable(model, make_dataset, callbacks, epochs, steps_per_epoch,
+                                  verbose=verbose)
     if os.path.isfile(best_path):
         model.load_weights(best_path)
     return evaluation

@@ -161,7 +161,7 @@ def main(argv):
     try:
         run(config_from_flags())
     except (ValueError, FileNotFoundError, NotImplementedError) as e:
-        print(f"export: {e}", file=sys.stderr)
+        print(f"export: error: {e}", file=sys.stderr)
         sys.exit(1)
 
 

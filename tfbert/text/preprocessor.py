@@ -89,11 +89,14 @@ class BertPreprocessor(keras.layers.Layer):
 
     def __call__(self, inputs, *args, **kwargs):
         # Keras accepts only tensors as positional inputs; users pass lists.
-        return super().__call__(as_segments(inputs), *args, **kwargs)
+        # Checked here, not in call(): Keras wraps errors raised in call()
+        # in a multi-line report.
+        inputs = as_segments(inputs)
+        self._check_segments(list(inputs) if isinstance(inputs, (list, tuple)) else [inputs])
+        return super().__call__(inputs, *args, **kwargs)
 
     def call(self, inputs):
         segments = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-        self._check_segments(segments)
         return self.bert_pack_inputs([self.tokenize(s) for s in segments])
 
     def _check_segments(self, segments):

@@ -1,0 +1,186 @@
+"""Bad input across the public API: every case gets an error that tfbert
+itself raises (the frame that raised is in tfbert/, not in TensorFlow, Keras
+or PyYAML), of a type a user catches (ValueError, TypeError, FileNotFoundError),
+with a one-line message naming the problem. The tools' surface (exit code 1,
+one line on stderr, no traceback) is in tests/tools/test_bad_tool_inputs.py.
+
+Each case is `(name, function of the fixtures, pattern the message matches)`.
+"""
+
+import json
+import pathlib
+import re
+import traceback
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tfbert
+import tfbert.convert
+from tfbert import BertConfig, BertEncoder, BertPreprocessor, checkpoint, experiment, search
+from tfbert.data import pairs, readers
+from tfbert.data import squad as squad_data
+
+TFBERT_DIR = str(pathlib.Path(tfbert.__file__).parent)
+USER_ERRORS = (ValueError, TypeError, FileNotFoundError)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, uncased_vocab_file):
+    """What the cases act on: a vocab, a tiny encoder and a scratch dir."""
+    tmp = tmp_path_factory.mktemp("bad")
+    config = BertConfig.from_preset("tiny", vocab_size=30522)
+    return {
+        "tmp": tmp,
+        "vocab": uncased_vocab_file,
+        "pre": BertPreprocessor(uncased_vocab_file, seq_length=16, max_segments=2),
+        "encoder": BertEncoder(config),
+        "config": config,
+    }
+
+
+def write(w, name, text, mode="w"):
+    path = w["tmp"] / name
+    if mode == "wb":
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def ids(batch=2, seq=8, word=5, mask=1, types=0, dtype="int32"):
+    shape = (batch, seq)
+    return {"input_word_ids": np.full(shape, word, dtype),
+            "input_mask": np.full(shape, mask, dtype),
+            "input_type_ids": np.full(shape, types, dtype)}
+
+
+def load_train_config(w, text):
+    from tfbert.train.train_config import TrainConfig
+
+    return experiment.load(TrainConfig, write(w, "train.yaml", text))
+
+
+def squad(w, name, qas, context="The Nile flows north into the Mediterranean Sea."):
+    body = {"version": "v2.0", "data": [{"title": "t", "paragraphs": [
+        {"context": context, "qas": qas}]}]}
+    return squad_data.read_squad(write(w, name, json.dumps(body)))
+
+
+def qa(qid="q1", text="north", start=15, question="Which way does the Nile flow?"):
+    return {"id": qid, "question": question, "answers": [{"text": text, "answer_start": start}]}
+
+
+CASES = [
+    # --- Preprocessor: what users pass in ---
+    ("preprocessor: None item", lambda w: w["pre"](["fine", None]), r"text 1 is None"),
+    ("preprocessor: int item", lambda w: w["pre"](["fine", 3]), r"text 1 is int"),
+    ("preprocessor: float tensor", lambda w: w["pre"](tf.constant([1.0, 2.0])), r"float32"),
+    ("preprocessor: ragged strings", lambda w: w["pre"](tf.ragged.constant([["a", "b"], ["c"]])),
+     r"1-D batch of strings"),
+    ("preprocessor: batch sizes differ", lambda w: w["pre"]([["one", "two"], ["three"]]),
+     r"different batch sizes"),
+    ("preprocessor: 3 segments, 2 types", lambda w: w["pre"]([["a"], ["b"], ["c"]]),
+     r"3 segments.*type_vocab_size=2"),
+    ("preprocessor: seq_length too long",
+     lambda w: BertPreprocessor(w["vocab"], seq_length=513), r"max_position_embeddings"),
+    ("preprocessor: missing vocab", lambda w: BertPreprocessor(str(w["tmp"] / "none.txt")),
+     r"none\.txt"),
+    ("preprocessor: vocab without [CLS]",
+     lambda w: BertPreprocessor(write(w, "novocab.txt", "[PAD]\n[UNK]\nhello\n")), r"\[CLS\]"),
+    ("preprocessor: not a checkpoint dir",
+     lambda w: BertPreprocessor.from_pretrained(str(w["tmp"] / "nowhere")), r"nowhere"),
+    # --- Encoder inputs ---
+    ("encoder: missing input_mask",
+     lambda w: w["encoder"]({k: v for k, v in ids().items() if k != "input_mask"}),
+     r"input_mask"),
+    ("encoder: float ids", lambda w: w["encoder"](ids(dtype="float32")), r"int"),
+    ("encoder: longer than max_position_embeddings", lambda w: w["encoder"](ids(seq=600)),
+     r"max_position_embeddings"),
+    # --- Configs ---
+    ("config: unknown key",
+     lambda w: BertConfig.from_yaml(write(w, "c1.yaml", "num_layer: 2\n")), r"c1\.yaml.*num_layer"),
+    ("config: heads do not divide hidden",
+     lambda w: BertConfig.from_preset("tiny", num_attention_heads=3), r"num_attention_heads"),
+    ("config: dropout 1.5", lambda w: BertConfig.from_preset("tiny", dropout_rate=1.5),
+     r"dropout_rate"),
+    ("config: negative hidden size", lambda w: BertConfig.from_preset("tiny", hidden_size=-8),
+     r"hidden_size"),
+    ("config: unknown preset", lambda w: BertConfig.from_preset("huge"), r"huge"),
+    ("train: batch_size lots", lambda w: load_train_config(w, "batch_size: lots\n"),
+     r"batch_size.*integer"),
+    ("train: learning_rate fast", lambda w: load_train_config(w, "learning_rate: fast\n"),
+     r"learning_rate"),
+    ("train: learning_rate -1", lambda w: load_train_config(w, "learning_rate: -1\n"),
+     r"learning_rate"),
+    ("train: epochs 0", lambda w: load_train_config(w, "epochs: 0\n"), r"epochs"),
+    ("train: warmup 1.5", lambda w: load_train_config(w, "warmup_fraction: 1.5\n"),
+     r"warmup_fraction"),
+    ("train: YAML syntax", lambda w: load_train_config(w, "batch_size: [1, 2\n"),
+     r"train\.yaml:2:1: YAML syntax"),
+    ("train: --set without =", lambda w: experiment.parse_overrides(["epochs"]), r"key=value"),
+    # --- Readers ---
+    ("tsv: missing column", lambda w: readers.read_labeled_text(write(w, "d.tsv", "sentence\tlabel\nok\t1\n"), "text", "label"),
+     r"d\.tsv, line 1.*'text'"),
+    ("tsv: not UTF-8", lambda w: readers.read_labeled_text(write(w, "l1.tsv", b"text\tlabel\ncaf\xe9\t1\n", "wb"), "text", "label"),
+     r"l1\.tsv, line 2.*UTF-8"),
+    ("csv: unterminated quote", lambda w: readers.read_labeled_text(write(w, "q.csv", 'text,label\n"open,1\nnext,0\n'), "text", "label"),
+     r"q\.csv, line 2.*quote"),
+    ("conll: one column", lambda w: readers.read_conll(write(w, "m.conll", "EU B-ORG\nrejects\n")), r"m\.conll, line 2"),
+    ("squad: answer not at answer_start", lambda w: squad(w, "s1.json", [qa(start=3)]),
+     r"q1"),
+    ("squad: duplicate id", lambda w: squad(w, "s2.json", [qa(), qa()]), r"q1"),
+    ("squad: missing id", lambda w: squad(w, "s3.json", [{k: v for k, v in qa().items()
+                                                          if k != "id"}]), r"id"),
+    ("squad: empty context", lambda w: squad(w, "s4.json", [qa()], context=""), r"context"),
+    ("squad: not JSON", lambda w: squad_data.read_squad(write(w, "s5.json", '{"data": [')), r"s5\.json: not JSON"),
+    ("pairs: missing column", lambda w: pairs.read_pairs(write(w, "p.tsv", "q\tx\nhi\tthere\n"), "q", "p"), r"p\.tsv.*'p'"),
+    ("scored pairs: score not a number", lambda w: pairs.read_scored_pairs(write(w, "sp.tsv", "a\tb\ts\nx\ty\thigh\n"), "a", "b", "s",
+                        max_score=5), r"sp\.tsv, line 2"),
+    # --- Checkpoints and converters ---
+    ("checkpoint: missing dir",
+     lambda w: checkpoint.read_checkpoint(str(w["tmp"] / "gone")), r"gone"),
+    ("convert: no config.json", lambda w: tfbert.convert.from_huggingface(
+        str(w["tmp"]), str(w["tmp"] / "out_hf")), r"config\.json"),
+    ("convert: truncated safetensors", lambda w: truncated_safetensors(w), r"safetensors"),
+    # --- Sentence embeddings and search ---
+    ("encode: one str", lambda w: sentence_encoder(w).encode("a sentence"), r"\[text\]"),
+    ("encode: None item", lambda w: sentence_encoder(w).encode(["ok", None]), r"item 1"),
+    ("encode: empty list", lambda w: sentence_encoder(w).encode([]), r"empty"),
+    ("search: dims differ", lambda w: search.semantic_search(
+        np.ones((2, 4), "float32"), np.ones((3, 5), "float32")), r"dim"),
+]
+
+
+def truncated_safetensors(w):
+    src = w["tmp"] / "hf_truncated"
+    src.mkdir(exist_ok=True)
+    (src / "config.json").write_text(json.dumps({
+        "model_type": "bert", "vocab_size": 30522, "hidden_size": 128, "num_hidden_layers": 2,
+        "num_attention_heads": 2, "intermediate_size": 512}))
+    (src / "vocab.txt").write_bytes(open(w["vocab"], "rb").read())
+    (src / "model.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{\"a\":")
+    return tfbert.convert.from_huggingface(str(src), str(w["tmp"] / "out_trunc"))
+
+
+def sentence_encoder(w):
+    from tfbert.models.sentence_encoder import SentenceEncoder
+
+    return SentenceEncoder(w["encoder"], preprocessor=w["pre"])
+
+
+@pytest.mark.parametrize("name,action,pattern", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_gets_a_clear_error_from_tfbert(world, name, action, pattern):
+    with pytest.raises(USER_ERRORS) as info:
+        action(world)
+    message = str(info.value)
+    assert "\n" not in message.strip(), f"{name}: not one line: {message!r}"
+    assert re.search(pattern, message), f"{name}: {message!r}"
+    raised_in = traceback.extract_tb(info.value.__traceback__)[-1].filename
+    assert raised_in.startswith(TFBERT_DIR), f"{name}: raised inside {raised_in}: {message!r}"
+
+
+def test_at_least_40_cases():
+    assert len(CASES) >= 40
+    assert len({c[0] for c in CASES}) == len(CASES)

@@ -1,0 +1,79 @@
+"""Bad input to the tools, as real subprocesses: each exits non-zero with one
+`<tool>: error: ...` line naming the problem, and never prints a traceback.
+
+Slow: every case starts a Python process that imports TensorFlow.
+"""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).parents[2]
+ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+
+
+def case(tmp, name):
+    """(tool, flags, pattern of the error line) for the case `name`."""
+    bad_yaml = tmp / "bad.yaml"
+    bad_yaml.write_text("train:\n  batch_size: [32\n", encoding="utf-8")
+    body = tmp / "body.json"
+    body.write_text("{not json", encoding="utf-8")
+    finetune = ["--task=classification", f"--model_dir={tmp / 'ft'}",
+                f"--config={ROOT / 'configs' / 'finetune_sentiment.yaml'}", "--set", "preset=tiny",
+                "--set", f"vocab_file={ROOT / 'tests' / 'data' / 'pretraining' / 'vocab.txt'}"]
+    return {
+        "finetune: batch_size lots": (
+            "finetune.py", finetune + ["--set", "train.batch_size=lots"],
+            r"train\.batch_size=lots: expected an integer"),
+        "finetune: YAML syntax": (
+            "finetune.py", finetune[:2] + [f"--config={bad_yaml}"], r"bad\.yaml:\d+:\d+"),
+        "finetune: missing train file": (
+            "finetune.py", finetune + ["--set", f"task.train_file={tmp / 'nope.tsv'}"],
+            r"nope\.tsv"),
+        "pretrain: no train files": (
+            "pretrain.py", [f"--model_dir={tmp / 'pt'}", "--vocab_file=v.txt"], r"--train_files"),
+        "pretrain: steps not a multiple": (
+            "pretrain.py", [f"--model_dir={tmp / 'pt2'}", "--train_files=x", "--vocab_file=v",
+                            "--num_train_steps=10", "--steps_per_epoch=3"], r"multiple"),
+        "create_pretraining_data: missing corpus": (
+            "create_pretraining_data.py",
+            [f"--input_files={tmp / 'none*.txt'}", f"--output_dir={tmp / 'out'}",
+             f"--vocab_file={ROOT / 'tests' / 'data' / 'pretraining' / 'vocab.txt'}"],
+            r"none\*\.txt"),
+        "export: not a checkpoint": (
+            "export.py", [f"--checkpoint_dir={tmp / 'missing'}", f"--output_dir={tmp / 'e'}"],
+            r"missing"),
+        "convert: missing input": (
+            "convert_checkpoint.py", ["--source=huggingface", f"--input_dir={tmp / 'hf'}",
+                                      f"--output_dir={tmp / 'c'}"], r"hf"),
+        "predict: body not JSON": (
+            "predict.py", [f"--saved_model_dir={tmp / 'nomodel'}", f"--request={body}"],
+            r"nomodel|JSON"),
+        "visualize: no run": (
+            "visualize.py", ["--kind=curves", f"--model_dir={tmp / 'norun'}",
+                             f"--output={tmp / 'c.png'}"], r"norun"),
+    }[name]
+
+
+NAMES = ["finetune: batch_size lots", "finetune: YAML syntax", "finetune: missing train file",
+         "pretrain: no train files", "pretrain: steps not a multiple",
+         "create_pretraining_data: missing corpus", "export: not a checkpoint",
+         "convert: missing input", "predict: body not JSON", "visualize: no run"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_tool_bad_input_is_one_clear_line(name, tmp_path):
+    import re
+
+    tool, flags, pattern = case(tmp_path, name)
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / tool), *flags], env=ENV,
+                            capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode != 0, result.stdout[-2000:]
+    assert "Traceback" not in result.stderr + result.stdout, result.stderr[-3000:]
+    errors = [line for line in result.stderr.splitlines() if re.match(r"^\w+: error: ", line)]
+    assert len(errors) == 1, result.stderr[-3000:]
+    assert re.search(pattern, errors[0]), errors[0]

@@ -1,0 +1,55 @@
+"""The main job (tools/quickstart.sh -> tools/quickstart.py) as a user runs
+it, with a reduced budget (2 epochs): every artifact is there and loads, and
+the summary's baselines are what they claim.
+
+Slow: two fine-tuning runs of MiniLM-sized models, exports, a fresh process.
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+
+import numpy as np
+import pytest
+
+ROOT = pathlib.Path(__file__).parents[2]
+
+
+@pytest.mark.slow
+def test_main_job_writes_every_artifact_and_beats_its_baselines(tmp_path):
+    out = tmp_path / "quickstart"
+    result = subprocess.run(["bash", str(ROOT / "tools" / "quickstart.sh"), f"--output_dir={out}",
+                             "--epochs=2"], capture_output=True, text=True, timeout=1500,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    for number in range(1, 7):  # progress: each step announced
+        assert f"== {number}. " in result.stdout
+    assert "== Summary" in result.stdout
+
+    summary = json.loads((out / "summary.json").read_text())
+    # Baselines: the majority class of the (balanced) dev set, and random init.
+    assert summary["dev_accuracy_majority_class"] == pytest.approx(0.5)
+    assert summary["dev_accuracy_pretrained"] >= 0.9
+    assert summary["dev_accuracy_pretrained"] > summary["dev_accuracy_random_init"] + 0.2
+    # Artifacts: checkpoint, SavedModel, TFLite, run dirs with logs and predictions.
+    assert (out / "minilm" / "config.json").is_file()
+    assert (out / "minilm" / "model.safetensors").is_file()
+    assert summary["export_dir"] == str(out / "sentiment" / "1")
+    assert (out / "sentiment" / "1" / "saved_model.pb").is_file()
+    assert os.path.getsize(summary["tflite_file"]) > 1e6
+    assert (out / "runs" / "pretrained" / "log.csv").is_file()
+    assert (out / "runs" / "pretrained" / "dev_predictions.tsv").is_file()
+    # The TFLite file and the SavedModel (served from a fresh process) agree.
+    predictions = summary["predictions"]
+    assert [p["saved_model"] for p in predictions][:2] == ["positive", "negative"]
+    np.testing.assert_allclose([p["tflite_probabilities"] for p in predictions],
+                               [p["saved_model_probabilities"] for p in predictions], atol=1e-3)
+    assert summary["tflite_max_probability_diff"] < 1e-3
+    # Sentence embeddings: the nearest dev sentence to a glowing review is a
+    # positive one (cosine of normalized embeddings, in [-1, 1]).
+    best_sentence, best_score = summary["nearest_neighbours"]["results"][0]
+    assert 0.0 < best_score <= 1.0
+    dev = dict(line.split("\t") for line in (
+        ROOT / "tests" / "data" / "finetune" / "sentiment_dev.tsv").read_text().splitlines()[1:])
+    assert dev[best_sentence] == "positive"

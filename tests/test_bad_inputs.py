@@ -102,7 +102,7 @@ CASES = [
     ("config: unknown key",
      lambda w: BertConfig.from_yaml(write(w, "c1.yaml", "num_layer: 2\n")), r"c1\.yaml.*num_layer"),
     ("config: heads do not divide hidden",
-     lambda w: BertConfig.from_preset("tiny", num_attention_heads=3), r"num_attention_heads"),
+     lambda w: BertConfig.from_preset("tiny", num_heads=3), r"hidden_size.*num_heads|num_heads.*hidden_size"),
     ("config: dropout 1.5", lambda w: BertConfig.from_preset("tiny", dropout_rate=1.5),
      r"dropout_rate"),
     ("config: negative hidden size", lambda w: BertConfig.from_preset("tiny", hidden_size=-8),

@@ -68,6 +68,45 @@ def test_predict_from_raw_strings(tiny_config, make_preprocessor):
     np.testing.assert_allclose(out["logits"], model(x), atol=1e-5)
 
 
+def test_length_bucketing_same_outputs_bounded_shapes(tiny_config, data_dir, make_preprocessor,
+                                                      tmp_path):
+    from tfbert.export.task_model import IDS_SIGNATURE, load_task_model
+    from tfbert.text.packer import BUCKETS
+
+    dev = os.path.join(data_dir, "sentiment_dev.tsv")
+    long_text = " ".join(["the long and winding road"] * 10)  # > 32 wordpieces
+    tasks = {}
+    for bucketing in (True, False):
+        task = ClassificationTask(ClassificationConfig(
+            train_file=dev, dev_file=dev, seq_length=128, bucketing=bucketing))
+        task.prepare(make_preprocessor(128))
+        tasks[bucketing] = task
+    model = tasks[True].build_model(BertEncoder(tiny_config))
+    # Real sentences (about 10 wordpieces) ride in 16-wide batches; a batch
+    # with a long text takes the next bucket; without bucketing, all are 128.
+    widths = {x["input_word_ids"].shape[1] for x, _ in tasks[True].dataset(dev, batch_size=8)}
+    assert widths == {16}
+    assert {x["input_word_ids"].shape[1]
+            for x, _ in tasks[False].dataset(dev, batch_size=8)} == {128}
+    x = tasks[True].encode({"text": tf.constant(["Great film .", long_text])})
+    assert x["input_word_ids"].shape == (2, 64) and set(BUCKETS) >= {16, 64}
+    # Same predictions and the same dev metric as fixed padding.
+    texts = ["Great film .", long_text, "Awful food ."]
+    np.testing.assert_allclose(tasks[True].predict(model, texts)["logits"],
+                               tasks[False].predict(model, texts)["logits"], atol=1e-5)
+    scores = [t.evaluate(model, t.eval_data(dev, 16)) for t in (tasks[True], tasks[False])]
+    assert scores[0] == scores[1]
+    # The export pads each request to its bucket, not to seq_length, with the
+    # same outputs as the ids signature fed seq_length-wide inputs.
+    path = tasks[True].export(model, str(tmp_path / "export"))
+    loaded = load_task_model(path)
+    served = loaded.signatures["serving_default"](text=tf.constant(texts))
+    full = tasks[True].preprocessor(tf.constant(texts))
+    np.testing.assert_allclose(served["logits"].numpy(),
+                               loaded.signatures[IDS_SIGNATURE](**full)["logits"].numpy(),
+                               atol=1e-5)
+
+
 def test_bad_input_errors(tmp_path, data_dir, make_preprocessor):
     train = os.path.join(data_dir, "sentiment_train.tsv")
     dev = write(tmp_path, "dev.tsv", "sentence\tlabel\nFine .\tpositive\nMeh .\tneutral\n")

@@ -31,6 +31,7 @@ from tfbert.export.task_model import export_task_model
 from tfbert.metrics import glue
 from tfbert.models.classifier import BertClassifier
 from tfbert.tasks.base import Task
+from tfbert.text.packer import trim_to_bucket
 
 Column = Optional[Union[str, int]]
 
@@ -49,6 +50,10 @@ class ClassificationConfig:
     label_list: Optional[list] = None  # default: sorted labels of the training file
     regression: bool = False
     seq_length: int = at_least(2, 128)
+    # Pad each batch to its longest text rounded up to a bucket width
+    # (`tfbert.text.packer.BUCKETS`), not to seq_length: same outputs, less
+    # work on short texts. False: every batch is seq_length wide.
+    bucketing: bool = True
     dropout: float = in_range(0.0, 1.0, 0.1, high_open=True)
     main_metric: Optional[str] = None  # default: accuracy, or corr for regression
 
@@ -105,8 +110,10 @@ class ClassificationTask(Task):
         return self
 
     def encode(self, texts):
-        """The three int32 tensors from a dict of string tensors `text` (+ `text_b`)."""
-        return self.preprocessor([texts[n] for n in self.text_inputs])
+        """The three int32 tensors from a dict of string tensors `text` (+ `text_b`),
+        cut to the batch's bucket width when `config.bucketing` is on."""
+        inputs = self.preprocessor([texts[n] for n in self.text_inputs])
+        return trim_to_bucket(inputs) if self.config.bucketing else inputs
 
     def _texts(self, examples):
         texts = {"text": examples.text}

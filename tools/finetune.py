@@ -28,6 +28,7 @@ import itertools
 import json
 import os
 import sys
+import tempfile
 import time
 from typing import Union
 
@@ -186,10 +187,13 @@ def main(argv):
     # Equal on every worker of a multi-worker run (replicas stay in sync).
     checksum = float(sum(np.sum(w.numpy(), dtype=np.float64) for w in best.model.weights))
     print(f"Weights checksum: {checksum:.12e}")
+    # Every worker predicts (multi-worker predict runs collectives); only the
+    # chief keeps the files, exports and writes results.json.
+    predictions_dir = cfg.model_dir if is_chief() else tempfile.mkdtemp(prefix="tfbert-worker-")
+    written = best.task.write_predictions(best.model, best.dev, predictions_dir)
     if not is_chief():
-        return 0  # the chief exports and writes results.json
+        return 0
     out = best.task.export(best.model, export_dir)
-    written = best.task.write_predictions(best.model, best.dev, cfg.model_dir)
     summary = {"task": FLAGS.task, "main_metric": best.main_metric, "best_score": best.best_score,
                "best_epoch": best.best_epoch,
                **_plain([best.dev_scores[best.best_epoch - 1]])[0],

@@ -2,11 +2,11 @@
 
 import keras
 
-from tfbert.encoder import INPUT_NAMES, BertEncoder
+from tfbert.models.encoder_model import EncoderModel
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
-class BertClassifier(keras.Model):
+class BertClassifier(EncoderModel):
     """A `BertEncoder` with dropout + dense over `pooled_output` ([CLS]).
 
     Inputs: the encoder's dict of int32 `[batch, seq]` tensors. Output: float32
@@ -30,8 +30,7 @@ class BertClassifier(keras.Model):
     """
 
     def __init__(self, encoder, num_classes, dropout=0.1, initializer_range=None, **kwargs):
-        if not isinstance(encoder, BertEncoder):
-            raise TypeError(f"BertClassifier needs a BertEncoder, got {type(encoder).__name__}.")
+        self.check_encoder(encoder, "BertClassifier")
         if int(num_classes) < 1:
             raise ValueError(f"num_classes must be >= 1, got {num_classes}.")
         if initializer_range is None:
@@ -39,16 +38,10 @@ class BertClassifier(keras.Model):
 
         # === Layers ===
         head_dropout = keras.layers.Dropout(dropout, name="classifier_dropout")
-        # float32 head: logits stay float32 under a mixed precision policy.
-        logits_layer = keras.layers.Dense(
-            int(num_classes),
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
-            dtype="float32",
-            name="logits",
-        )
+        logits_layer = self.dense_head(num_classes, initializer_range, "logits")
 
         # === Functional model ===
-        inputs = {n: keras.Input(shape=(None,), dtype="int32", name=n) for n in INPUT_NAMES}
+        inputs = self.encoder_inputs()
         pooled = encoder(inputs)["pooled_output"]
         logits = logits_layer(head_dropout(pooled))
         kwargs.setdefault("name", "bert_classifier")
@@ -60,17 +53,6 @@ class BertClassifier(keras.Model):
         self.dropout = dropout
         self.initializer_range = initializer_range
 
-    def get_config(self):
-        return {
-            "encoder": keras.layers.serialize(self.encoder),
-            "num_classes": self.num_classes,
-            "dropout": self.dropout,
-            "initializer_range": self.initializer_range,
-            "name": self.name,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.layers.deserialize(config["encoder"])
-        return cls(**config)
+    def head_config(self):
+        return {"num_classes": self.num_classes, "dropout": self.dropout,
+                "initializer_range": self.initializer_range}

@@ -3,14 +3,14 @@
 import keras
 from keras import ops
 
-from tfbert.encoder import INPUT_NAMES, BertEncoder
+from tfbert.models.encoder_model import EncoderModel
 
 COMBINE = ("concat", "sum", "mean")
 POOLING = ("mean", "cls")
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
-class BertFeatureExtractor(keras.Model):
+class BertFeatureExtractor(EncoderModel):
     """Contextual features from a `BertEncoder` (the BERT paper's feature-based approach).
 
     Takes the outputs of `layers` (indices into the encoder's layers;
@@ -34,9 +34,7 @@ class BertFeatureExtractor(keras.Model):
 
     def __init__(self, encoder, layers=(-4, -3, -2, -1), combine="concat", pooling="mean",
                  **kwargs):
-        if not isinstance(encoder, BertEncoder):
-            raise TypeError(
-                f"BertFeatureExtractor needs a BertEncoder, got {type(encoder).__name__}.")
+        self.check_encoder(encoder, "BertFeatureExtractor")
         num_layers = encoder.config.num_layers
         layers = [int(i) for i in (layers if isinstance(layers, (list, tuple)) else [layers])]
         if not layers:
@@ -51,7 +49,7 @@ class BertFeatureExtractor(keras.Model):
             raise ValueError(f"pooling must be one of {list(POOLING)}, got {pooling!r}.")
 
         # === Functional model ===
-        inputs = {n: keras.Input(shape=(None,), dtype="int32", name=n) for n in INPUT_NAMES}
+        inputs = self.encoder_inputs()
         hidden = encoder(inputs)["encoder_outputs"]
         chosen = [hidden[i] for i in layers]
         if combine == "concat":
@@ -81,17 +79,7 @@ class BertFeatureExtractor(keras.Model):
         hidden = self.encoder.config.hidden_size
         return hidden * len(self.layer_indices) if self.combine == "concat" else hidden
 
-    def get_config(self):
-        return {
-            "encoder": keras.layers.serialize(self.encoder),
-            "layers": list(self.layer_indices),
-            "combine": self.combine,
-            "pooling": self.pooling,
-            "name": self.name,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.layers.deserialize(config["encoder"])
-        return cls(**config)
+    def head_config(self):
+        # `layers` is the constructor's name; Keras owns the attribute `layers`.
+        return {"layers": list(self.layer_indices), "combine": self.combine,
+                "pooling": self.pooling}

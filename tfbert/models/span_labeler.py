@@ -2,7 +2,7 @@
 
 import keras
 
-from tfbert.encoder import INPUT_NAMES, BertEncoder
+from tfbert.models.encoder_model import EncoderModel
 
 # Logit of positions that can never start or end an answer. Finite (not -inf)
 # so softmax cross-entropy and score differences stay NaN-free; the head is
@@ -11,7 +11,7 @@ MASKED_LOGIT = -10000.0
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
-class BertSpanLabeler(keras.Model):
+class BertSpanLabeler(EncoderModel):
     """A `BertEncoder` with one dense layer giving a start and an end logit per token.
 
     Inputs: the encoder's dict of int32 `[batch, seq]` tensors packed as
@@ -40,26 +40,19 @@ class BertSpanLabeler(keras.Model):
     """
 
     def __init__(self, encoder, dropout=0.0, initializer_range=None, **kwargs):
-        if not isinstance(encoder, BertEncoder):
-            raise TypeError(f"BertSpanLabeler needs a BertEncoder, got {type(encoder).__name__}.")
+        self.check_encoder(encoder, "BertSpanLabeler")
         if initializer_range is None:
             initializer_range = encoder.config.initializer_range
 
         # === Layers ===
         head_dropout = keras.layers.Dropout(dropout, name="span_dropout")
-        # float32 head: logits stay float32 under a mixed precision policy.
-        logits_layer = keras.layers.Dense(
-            2,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
-            dtype="float32",
-            name="span_logits",
-        )
+        logits_layer = self.dense_head(2, initializer_range, "span_logits")
         # The pooler gets no gradient from span labels; freezing it keeps the
         # optimizer from tracking it. Note: this sets `trainable` on the encoder passed in.
         encoder.pooler.trainable = False
 
         # === Functional model ===
-        inputs = {n: keras.Input(shape=(None,), dtype="int32", name=n) for n in INPUT_NAMES}
+        inputs = self.encoder_inputs()
         sequence = encoder(inputs)["sequence_output"]
         logits = logits_layer(head_dropout(sequence))  # [batch, seq, 2]
         # Allowed positions: [CLS] (position 0) and context tokens, i.e.
@@ -85,16 +78,5 @@ class BertSpanLabeler(keras.Model):
         self.dropout = dropout
         self.initializer_range = initializer_range
 
-    def get_config(self):
-        return {
-            "encoder": keras.layers.serialize(self.encoder),
-            "dropout": self.dropout,
-            "initializer_range": self.initializer_range,
-            "name": self.name,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.layers.deserialize(config["encoder"])
-        return cls(**config)
+    def head_config(self):
+        return {"dropout": self.dropout, "initializer_range": self.initializer_range}

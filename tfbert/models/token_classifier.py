@@ -2,11 +2,11 @@
 
 import keras
 
-from tfbert.encoder import INPUT_NAMES, BertEncoder
+from tfbert.models.encoder_model import EncoderModel
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
-class BertTokenClassifier(keras.Model):
+class BertTokenClassifier(EncoderModel):
     """A `BertEncoder` with dropout + dense over every token of `sequence_output`.
 
     Inputs: the encoder's dict of int32 `[batch, seq]` tensors. Output: float32
@@ -23,9 +23,7 @@ class BertTokenClassifier(keras.Model):
     """
 
     def __init__(self, encoder, num_classes, dropout=0.1, initializer_range=None, **kwargs):
-        if not isinstance(encoder, BertEncoder):
-            raise TypeError(
-                f"BertTokenClassifier needs a BertEncoder, got {type(encoder).__name__}.")
+        self.check_encoder(encoder, "BertTokenClassifier")
         if int(num_classes) < 1:
             raise ValueError(f"num_classes must be >= 1, got {num_classes}.")
         if initializer_range is None:
@@ -33,12 +31,7 @@ class BertTokenClassifier(keras.Model):
 
         # === Layers ===
         head_dropout = keras.layers.Dropout(dropout, name="token_dropout")
-        logits_layer = keras.layers.Dense(
-            int(num_classes),
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
-            dtype="float32",
-            name="logits",
-        )
+        logits_layer = self.dense_head(num_classes, initializer_range, "logits")
 
         # The pooler gets no gradient from per-token labels; freezing it keeps
         # the optimizer from tracking (and warning about) it. Note: this sets
@@ -46,7 +39,7 @@ class BertTokenClassifier(keras.Model):
         encoder.pooler.trainable = False
 
         # === Functional model ===
-        inputs = {n: keras.Input(shape=(None,), dtype="int32", name=n) for n in INPUT_NAMES}
+        inputs = self.encoder_inputs()
         sequence = encoder(inputs)["sequence_output"]
         logits = logits_layer(head_dropout(sequence))
         kwargs.setdefault("name", "bert_token_classifier")
@@ -58,17 +51,6 @@ class BertTokenClassifier(keras.Model):
         self.dropout = dropout
         self.initializer_range = initializer_range
 
-    def get_config(self):
-        return {
-            "encoder": keras.layers.serialize(self.encoder),
-            "num_classes": self.num_classes,
-            "dropout": self.dropout,
-            "initializer_range": self.initializer_range,
-            "name": self.name,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.layers.deserialize(config["encoder"])
-        return cls(**config)
+    def head_config(self):
+        return {"num_classes": self.num_classes, "dropout": self.dropout,
+                "initializer_range": self.initializer_range}

@@ -1,0 +1,57 @@
+"""`EncoderModel`: what every "BertEncoder + head" model shares.
+
+The task models (`BertClassifier`, `BertTokenClassifier`, `BertSpanLabeler`,
+`BertFeatureExtractor`) are functional Keras models over the encoder's three
+int32 inputs. This base gives them the inputs, the encoder check, the float32
+dense head and one `get_config`/`from_config` that serializes the encoder; a
+subclass lists its own constructor arguments in `head_config()`.
+
+Example:
+>>> encoder = BertEncoder(BertConfig.from_preset("tiny", vocab_size=100))
+>>> sorted(EncoderModel.encoder_inputs())
+['input_mask', 'input_type_ids', 'input_word_ids']
+>>> EncoderModel.dense_head(3, 0.02, "logits").dtype_policy.name
+'float32'
+"""
+
+import keras
+
+from tfbert.encoder import INPUT_NAMES, BertEncoder
+
+
+class EncoderModel(keras.Model):
+    """Base class of the task models: a `BertEncoder` (`self.encoder`) and a head."""
+
+    @staticmethod
+    def check_encoder(encoder, owner):
+        if not isinstance(encoder, BertEncoder):
+            raise TypeError(f"{owner} needs a BertEncoder, got {type(encoder).__name__}.")
+
+    @staticmethod
+    def encoder_inputs():
+        """Symbolic inputs: the encoder's dict of int32 `[batch, seq]` tensors."""
+        return {n: keras.Input(shape=(None,), dtype="int32", name=n) for n in INPUT_NAMES}
+
+    @staticmethod
+    def dense_head(units, initializer_range, name):
+        # float32 head: logits stay float32 under a mixed precision policy.
+        return keras.layers.Dense(
+            int(units),
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            dtype="float32",
+            name=name,
+        )
+
+    def head_config(self):
+        """The subclass's constructor arguments besides `encoder` and `name`."""
+        return {}
+
+    def get_config(self):
+        return {"encoder": keras.layers.serialize(self.encoder), **self.head_config(),
+                "name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.layers.deserialize(config["encoder"])
+        return cls(**config)

@@ -137,7 +137,8 @@ def draw_confusion(model_dir, output):
         counts[index[r["gold"]], index[r["predicted"]]] += 1
     plt = _pyplot()
     size = 2 + 0.6 * len(labels)
-    fig, ax = plt.subplots(figsize=(size, size))
+    # At least 4 inches: the title (accuracy and count) fits above small matrices.
+    fig, ax = plt.subplots(figsize=(max(size, 4.0), max(size, 3.5)))
     ax.imshow(counts, cmap="Blues")
     for i in range(len(labels)):
         for j in range(len(labels)):

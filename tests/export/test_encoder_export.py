@@ -187,3 +187,31 @@ def test_keras_tfsmlayer_loads_with_defaults(encoder, encoder_dir):
     inputs = make_inputs()
     np.testing.assert_allclose(layer(inputs)["pooled_output"],
                                encoder(inputs)["pooled_output"], atol=1e-5)
+
+
+def test_albert_style_encoder_exports_with_mlm_and_tflite(tmp_path):
+    """Factorized embeddings + shared layers: SavedModel (op rule, MLM
+    signature with the H -> E head) and TFLite agree with Keras."""
+    import tensorflow as tf
+    from ai_edge_litert.interpreter import Interpreter
+
+    from tfbert.export.op_check import check_op_rule
+    from tfbert.models.pretrainer import BertPretrainer
+
+    keras.utils.set_random_seed(4)
+    config = BertConfig.from_preset("tiny", vocab_size=1000, num_layers=3, embedding_size=32,
+                                    share_layers=True)
+    encoder = BertEncoder(config)
+    pretrainer = BertPretrainer(encoder)
+    assert pretrainer.head_weights()["mlm"]["transform/kernel"].shape == (128, 32)
+    path = export_encoder(encoder, str(tmp_path / "enc"), pretrainer=pretrainer)
+    check_op_rule(path)
+    obj = tf.saved_model.load(path)
+    inputs = make_inputs()
+    positions = np.array([[1, 2], [3, 0], [1, 1], [2, 5]], "int32")
+    out = obj.mlm({**inputs, "masked_lm_positions": positions}, training=False)
+    ref = pretrainer({**inputs, "masked_lm_positions": positions})
+    assert np.abs(out["mlm_logits"] - ref["mlm_logits"]).max() <= 1e-5
+    tfl = export_encoder_tflite(encoder, str(tmp_path / "enc.tflite"), seq_length=16)
+    got = Interpreter(model_path=tfl).get_signature_runner("serve")(**inputs)
+    assert np.abs(got["sequence_output"] - encoder(inputs)["sequence_output"]).max() <= 1e-4

@@ -215,3 +215,50 @@ def test_albert_style_encoder_exports_with_mlm_and_tflite(tmp_path):
     tfl = export_encoder_tflite(encoder, str(tmp_path / "enc.tflite"), seq_length=16)
     got = Interpreter(model_path=tfl).get_signature_runner("serve")(**inputs)
     assert np.abs(got["sequence_output"] - encoder(inputs)["sequence_output"]).max() <= 1e-4
+
+
+def test_full_integer_tflite_calibrated_on_training_text(tmp_path, uncased_vocab_file):
+    """int8 weights and activations, calibrated on the shipped training
+    sentences; loads in the LiteRT interpreter and stays near float."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    from tfbert.export.tflite import read_representative_texts, representative_inputs
+    from tfbert.text.preprocessor import BertPreprocessor
+
+    keras.utils.set_random_seed(5)
+    encoder = BertEncoder(BertConfig.from_preset("tiny", num_layers=1))
+    pre = BertPreprocessor(vocab_file=uncased_vocab_file, seq_length=16)
+    data = os.path.join(os.path.dirname(__file__), "..", "data", "finetune")
+    texts = read_representative_texts(os.path.join(data, "sentiment_train.tsv"))
+    assert len(texts) == 160
+    calibration = representative_inputs(pre, texts[:40])
+    paths = {q: export_encoder_tflite(encoder, str(tmp_path / f"{q}.tflite"), seq_length=16,
+                                      quantization=q, representative_data=calibration)
+             for q in (None, "full_integer")}
+    interpreter = Interpreter(model_path=paths["full_integer"])
+    types = {d["dtype"] for d in interpreter.get_tensor_details()}
+    assert np.int8 in types  # activations and weights are int8 tensors
+    dev = representative_inputs(pre, read_representative_texts(
+        os.path.join(data, "sentiment_dev.tsv"))[:8])
+    ref = np.concatenate([encoder(x)["pooled_output"] for x in dev])
+    runner = interpreter.get_signature_runner("serve")
+    got = np.concatenate([runner(**x)["pooled_output"] for x in dev])
+    cos = (got * ref).sum(-1) / np.linalg.norm(got, axis=-1) / np.linalg.norm(ref, axis=-1)
+    print(f"full-integer: size {os.path.getsize(paths['full_integer'])} vs float "
+          f"{os.path.getsize(paths[None])}; pooled cosine to float min {cos.min():.4f}")
+    assert cos.min() > 0.95
+    assert os.path.getsize(paths["full_integer"]) < 0.4 * os.path.getsize(paths[None])
+    empty = tmp_path / "empty.tsv"
+    empty.write_text("")
+    with pytest.raises(ValueError, match="empty.tsv: the file is empty"):
+        read_representative_texts(str(empty))
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n\n")
+    with pytest.raises(ValueError, match="blank.txt: the representative data file holds no text"):
+        read_representative_texts(str(blank))
+    with pytest.raises(ValueError, match="needs representative_data"):
+        export_encoder_tflite(encoder, str(tmp_path / "x.tflite"), quantization="full_integer")
+    with pytest.raises(ValueError, match="representative_data is empty"):
+        export_encoder_tflite(encoder, str(tmp_path / "x.tflite"), quantization="full_integer",
+                              representative_data=[])
+    assert not (tmp_path / "x.tflite").exists()

@@ -85,7 +85,7 @@ def run(init_checkpoint=None, rounds=5):
                        init_checkpoint=ckpt, export_dir=os.path.join(work, "teacher_export"))
     rows["teacher (MiniLM-L6, fine-tuned)"] = dict(result=teacher)
     student_ckpt = init_student(ckpt, os.path.join(work, "student"), layers=STUDENT_LAYERS)
-    distill = DistillConfig(temperature=2.0, soft_weight=1.0, hard_weight=0.5)
+    distill = DistillConfig(temperature=1.0, soft_weight=1.0, hard_weight=0.5)
     distilled = finetune(
         DistillationTask(task(), teacher.export_dir, distill, augment_copies=AUGMENT_COPIES,
                          augment_checkpoint=ckpt),

@@ -1,10 +1,9 @@
 """Task distillation on the shipped real-sentence sentiment data: a 2-layer
 student (teacher layers 0 and 5) distilled from the fine-tuned converted
-MiniLM classifier keeps at least 95% of the teacher's dev accuracy and
-exports like any task model. Its speed against the teacher, and the same
-student trained on the gold labels alone, are measured side by side in
-benchmarks/bench_distill.py (on this data the gold-only student reaches the
-same accuracy: see the README table)."""
+MiniLM classifier keeps at least 95% of the teacher's dev accuracy, beats the
+same student trained on the gold labels alone with the same steps, and
+exports like any task model. Its speed against the teacher is measured side
+by side in benchmarks/bench_distill.py."""
 
 import os
 import subprocess
@@ -37,7 +36,7 @@ def sentiment_task(data_dir):
 
 
 @pytest.mark.slow
-def test_distilled_student_keeps_teacher_accuracy(
+def test_distilled_student_keeps_teacher_accuracy_and_beats_gold_only(
         tmp_path, minilm_ckpt, data_dir):
     ckpt = minilm_ckpt
     teacher = finetune(sentiment_task(data_dir),
@@ -50,14 +49,17 @@ def test_distilled_student_keeps_teacher_accuracy(
                         verbose=0)
     distilled = finetune(
         DistillationTask(sentiment_task(data_dir), teacher.export_dir,
-                         DistillConfig(temperature=2.0, soft_weight=1.0, hard_weight=0.5),
+                         DistillConfig(temperature=1.0, soft_weight=1.0, hard_weight=0.5),
                          augment_copies=4, augment_checkpoint=ckpt),
         train, str(tmp_path / "distilled"), init_checkpoint=student,
         export_dir=str(tmp_path / "distilled_export"))
+    gold = finetune(sentiment_task(data_dir), train, str(tmp_path / "gold"),
+                    init_checkpoint=student)
     print(f"dev accuracy: teacher {teacher.best_score:.3f}, distilled 2-layer student "
-          f"{distilled.best_score:.3f}")
+          f"{distilled.best_score:.3f}, gold-only 2-layer student {gold.best_score:.3f}")
     assert distilled.model.encoder.config.num_layers == 2
     assert distilled.best_score >= 0.95 * teacher.best_score
+    assert distilled.best_score > gold.best_score
     # The student exports like any task model: strings in, labels out.
     from tfbert.export.task_model import load_task_model
     import tensorflow as tf

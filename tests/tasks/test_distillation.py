@@ -6,8 +6,6 @@ exports like any task model. Its speed against the teacher is measured side
 by side in benchmarks/bench_distill.py."""
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -83,24 +81,3 @@ def test_augmented_transfer_set_uses_embedding_neighbours(minilm_ckpt, tmp_path)
     with pytest.raises(ValueError, match="augment_copies needs augment_checkpoint"):
         DistillationTask(sentiment_task(os.path.join(REPO, "tests", "data", "finetune")),
                          str(tmp_path), augment_copies=2)
-
-
-def test_distill_tool_init_student_and_errors(tmp_path, minilm_ckpt):
-    from tfbert import checkpoint
-
-    ckpt = minilm_ckpt
-
-    def tool(*args):
-        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-        return subprocess.run([sys.executable, os.path.join(REPO, "tools", "distill.py"), *args],
-                              capture_output=True, text=True, timeout=300, env=env)
-
-    proc = tool("--mode=init_student", f"--teacher={ckpt}", "--every_k=3",
-                f"--output_dir={tmp_path / 'student'}")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "Wrote a 2-layer student" in proc.stdout
-    assert checkpoint.read_checkpoint(str(tmp_path / "student")).config.num_layers == 2
-    proc = tool("--mode=task", f"--teacher={tmp_path / 'nowhere'}",
-                f"--model_dir={tmp_path / 'run'}")
-    assert proc.returncode == 1 and "Teacher export directory not found" in proc.stderr
-    assert "Traceback" not in proc.stderr

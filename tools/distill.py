@@ -8,7 +8,8 @@ r"""Distils a smaller student from a teacher (DistilBERT-style).
     #    labels the training file; the student learns soft targets + gold labels
     python tools/distill.py --mode=task --task=classification \
         --config=configs/finetune_sst2.yaml --teacher=runs/sst2/export/1700000000 \
-        --init_checkpoint=checkpoints/minilm_l2 --model_dir=runs/sst2_student
+        --init_checkpoint=checkpoints/minilm_l2 --model_dir=runs/sst2_student \
+        [--set augment_copies=4]
 
     # 3. general distillation on the masked-LM objective (teacher: a tfbert
     #    checkpoint with mlm/* weights; data: tools/create_pretraining_data.py)
@@ -60,6 +61,11 @@ class DistillToolConfig:
     encoder: Union[dict, str] = dataclasses.field(default_factory=dict)
     vocab_file: str = ""
     lower_case: bool = True
+    # task mode: a transfer set of this many augmented copies of the training
+    # sentences (words swapped for neighbours in augment_checkpoint's word
+    # embeddings; default: init_checkpoint), labelled by the teacher.
+    augment_copies: int = 0
+    augment_checkpoint: str = ""
     # general mode: masked-LM data and schedule.
     train_files: str = ""
     max_predictions_per_seq: int = 20
@@ -134,7 +140,10 @@ def task_mode(cfg, overrides):
     task_config = experiment.from_dict(task_class.config_class, cfg.task,
                                        source=f"{FLAGS.config}:task", overridden=overrides,
                                        prefix="task.")
-    task = DistillationTask(task_class(task_config), cfg.teacher, cfg.distill)
+    task = DistillationTask(task_class(task_config), cfg.teacher, cfg.distill,
+                            augment_copies=cfg.augment_copies,
+                            augment_checkpoint=cfg.augment_checkpoint or cfg.init_checkpoint,
+                            seed=cfg.train.seed)
     random_init = student_config(cfg)
     claim_model_dir(cfg.model_dir, {"mode": "task", "task_name": FLAGS.task,
                                     **dataclasses.asdict(cfg)},

@@ -3,7 +3,13 @@ student (teacher layers 0 and 5) distilled from the fine-tuned converted
 MiniLM classifier keeps at least 95% of the teacher's dev accuracy, beats the
 same student trained on the gold labels alone with the same steps, and
 exports like any task model. Its speed against the teacher is measured side
-by side in benchmarks/bench_distill.py."""
+by side in benchmarks/bench_distill.py.
+
+Caveat, measured: this is one seeded run (seed 1 for teacher and students).
+With a teacher trained at seed 42 and students at seeds 1, 2, 3, 42 the
+distilled student scored 0.967, 1.000, 0.717, 0.900 against gold-only 0.967,
+1.000, 1.000, 0.933: on 60 dev sentences, distillation is not a reliable gain
+here, and this test guards the seeded path, not a general claim."""
 
 import os
 

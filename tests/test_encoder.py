@@ -229,3 +229,84 @@ def test_bad_config_argument():
         BertEncoder("base")
     with pytest.raises(ValueError, match="unknown BertConfig key"):
         BertEncoder({"hidden": 3})
+
+
+# === ALBERT-style options: factorized embeddings and shared layers ===
+
+def test_albert_base_parameter_count_matches_transformers():
+    import torch
+    import transformers
+
+    config = BertConfig.from_preset("base", embedding_size=128, share_layers=True)
+    ours = BertEncoder(config).count_params()
+    torch.manual_seed(0)
+    albert = transformers.AlbertModel(transformers.AlbertConfig(
+        vocab_size=30522, embedding_size=128, hidden_size=768, num_hidden_layers=12,
+        num_attention_heads=12, intermediate_size=3072))  # with the pooler, as by default
+    theirs = sum(p.numel() for p in albert.parameters())
+    assert ours == theirs == 11_750_400
+
+
+@pytest.fixture(scope="module")
+def albert_style():
+    cfg = BertConfig.from_preset("tiny", vocab_size=1000, num_layers=3, embedding_size=32,
+                                 share_layers=True, dropout_rate=0.0, attention_dropout_rate=0.0)
+    keras.utils.set_random_seed(2)
+    return BertEncoder(cfg)
+
+
+def test_shared_layers_apply_one_block_num_layers_times(albert_style):
+    inputs = make_inputs()
+    out = albert_style(inputs)
+    names = albert_style.get_named_weights()
+    assert not any(n.startswith("transformer_layer_1") for n in names)
+    assert names["embeddings/word_embeddings/embeddings"].shape == (1000, 32)
+    assert names["embeddings/embedding_projection/kernel"].shape == (32, 128)
+    # By hand: embeddings (E wide, projected to H), then the one block 3 times.
+    x = albert_style.embeddings(inputs["input_word_ids"], inputs["input_type_ids"])
+    mask = np.asarray(inputs["input_mask"], bool)[:, None, :]
+    block = albert_style.transformer_layers[0]
+    assert len(albert_style.transformer_layers) == 1
+    for i in range(3):
+        x = block(x, attention_mask=mask)
+        np.testing.assert_allclose(out["encoder_outputs"][i], x, atol=1e-5)
+    assert len(out["encoder_outputs"]) == 3
+    assert out["sequence_output"].shape == (3, 12, 128)
+
+
+def test_albert_style_round_trips(albert_style, tmp_path):
+    from tfbert import checkpoint
+    from tfbert.convert import common
+
+    config = albert_style.config
+    want = {n: v.shape for n, v in albert_style.get_named_weights().items()}
+    assert common.encoder_weight_shapes(config) == want
+    clone = BertEncoder.from_config(albert_style.get_config())
+    assert clone.config == config and clone.count_params() == albert_style.count_params()
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("".join(f"w{i}\n" for i in range(1000)))
+    path = checkpoint.save_checkpoint(str(tmp_path / "ckpt"), config,
+                                      albert_style.get_named_weights(), str(vocab), True)
+    loaded = BertEncoder.from_pretrained(path)
+    assert loaded.config.embedding_size == 32 and loaded.config.share_layers
+    inputs = make_inputs()
+    np.testing.assert_array_equal(loaded(inputs)["sequence_output"],
+                                  albert_style(inputs)["sequence_output"])
+    # An unshared model cannot take the shared weights: a clear error, nothing loaded.
+    with pytest.raises(ValueError, match="missing weights.*transformer_layer_1"):
+        BertEncoder(config.replace(share_layers=False)).set_named_weights(
+            albert_style.get_named_weights())
+
+
+def test_bert_defaults_keep_bert_weights():
+    config = BertConfig.from_preset("tiny", vocab_size=100)
+    assert config.embedding_size is None and config.share_layers is False
+    names = BertEncoder(config).get_named_weights()
+    assert not any("embedding_projection" in n for n in names)
+    # embedding_size = hidden_size is BERT too (no projection).
+    same = BertEncoder(config.replace(embedding_size=128)).get_named_weights()
+    assert {n: v.shape for n, v in same.items()} == {n: v.shape for n, v in names.items()}
+    with pytest.raises(ValueError, match="embedding_size must be positive"):
+        config.replace(embedding_size=0)
+    with pytest.raises(TypeError, match="share_layers must be true or false"):
+        config.replace(share_layers="yes")

@@ -8,6 +8,7 @@ import dataclasses
 import importlib.resources
 import json
 import os
+from typing import Optional
 
 import yaml
 
@@ -23,6 +24,12 @@ class BertConfig:
 
     `hidden_act`: `gelu` is the exact erf GELU (what Hugging Face configs mean),
     `gelu_tanh` the tanh approximation of google-research/bert's `modeling.py`.
+
+    ALBERT-style options (both off by default, which is BERT exactly):
+    `embedding_size` factorizes the embeddings: tables of width E, then a
+    learned E -> `hidden_size` projection (None, or E = `hidden_size`: no
+    projection). `share_layers` builds one transformer block and applies it
+    `num_layers` times (cross-layer parameter sharing).
 
     Example:
     >>> cfg = BertConfig.from_preset("tiny")
@@ -44,6 +51,18 @@ class BertConfig:
     type_vocab_size: int = 2
     initializer_range: float = 0.02
     layer_norm_eps: float = 1e-12
+    embedding_size: Optional[int] = None  # None: = hidden_size (BERT)
+    share_layers: bool = False
+
+    @property
+    def factorized_embeddings(self):
+        """True when the embeddings need an E -> H projection (ALBERT)."""
+        return self.embedding_size is not None and self.embedding_size != self.hidden_size
+
+    @property
+    def embedding_width(self):
+        """E: the width of the embedding tables (= hidden_size for BERT)."""
+        return self.embedding_size if self.embedding_size is not None else self.hidden_size
 
     def __post_init__(self):
         _validate(self)
@@ -140,6 +159,14 @@ def _validate(cfg):
             raise TypeError(f"BertConfig.{name} must be a number, got {value!r}.")
         if value <= 0:
             raise ValueError(f"BertConfig.{name} must be positive, got {value}.")
+    if cfg.embedding_size is not None:
+        if isinstance(cfg.embedding_size, bool) or not isinstance(cfg.embedding_size, int):
+            raise TypeError(f"BertConfig.embedding_size must be an int or null, "
+                            f"got {cfg.embedding_size!r}.")
+        if cfg.embedding_size <= 0:
+            raise ValueError(f"BertConfig.embedding_size must be positive, got {cfg.embedding_size}.")
+    if not isinstance(cfg.share_layers, bool):
+        raise TypeError(f"BertConfig.share_layers must be true or false, got {cfg.share_layers!r}.")
     if cfg.hidden_act not in ACTIVATIONS:
         raise ValueError(
             f"BertConfig.hidden_act must be one of {list(ACTIVATIONS)}, "

@@ -52,9 +52,12 @@ class BertEncoder(keras.Model):
             initializer_range=config.initializer_range,
             layer_norm_eps=config.layer_norm_eps,
             dropout_rate=config.dropout_rate,
+            embedding_size=config.embedding_size,
             dtype=policy,
             name="embeddings",
         )
+        # With `share_layers` there is one block (`transformer_layer_0`),
+        # applied `num_layers` times: ALBERT's cross-layer sharing.
         blocks = [
             TransformerBlock(
                 hidden_size=config.hidden_size,
@@ -68,7 +71,7 @@ class BertEncoder(keras.Model):
                 dtype=policy,
                 name=f"transformer_layer_{i}",
             )
-            for i in range(config.num_layers)
+            for i in range(1 if config.share_layers else config.num_layers)
         ]
         pooler = keras.layers.Dense(
             config.hidden_size,
@@ -89,7 +92,8 @@ class BertEncoder(keras.Model):
         # [batch, 1, seq]: every query may attend to every real key.
         attention_mask = ops.expand_dims(ops.not_equal(inputs["input_mask"], 0), axis=1)
         layer_outputs, attention_probs = [], []
-        for block in blocks:
+        for i in range(config.num_layers):
+            block = blocks[0 if config.share_layers else i]
             x, probs = block(x, attention_mask=attention_mask, return_attention_probs=True)
             layer_outputs.append(x)
             attention_probs.append(probs)
@@ -117,7 +121,8 @@ class BertEncoder(keras.Model):
 
     @property
     def token_embedding(self):
-        """The `[vocab_size, hidden_size]` word embedding variable (MLM heads tie to it)."""
+        """The `[vocab_size, E]` word embedding variable (MLM heads tie to it);
+        E = `embedding_size`, or `hidden_size` without factorized embeddings."""
         return self.embeddings.word_embeddings.embeddings
 
     def __call__(self, inputs, *args, **kwargs):

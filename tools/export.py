@@ -13,6 +13,10 @@
     # TFLite: <output_dir>/model.tflite; --text_input adds the tokenizer
     python tools/export.py --checkpoint_dir=ckpt --kind=encoder --format=tflite \
         --output_dir=saved_models/tflite [--text_input] [--quantization=dynamic_range]
+    # full-integer TFLite (int8 weights and activations), calibrated on training texts
+    python tools/export.py --checkpoint_dir=ckpt --kind=encoder --format=tflite \
+        --output_dir=saved_models/int8 --quantization=full_integer \
+        --representative_file=train.tsv [--representative_column=sentence]
     python tools/export.py --check=saved_models/preprocessor
 
 `--check` prints the op types and signatures of a SavedModel and exits 1
@@ -31,7 +35,7 @@ from tfbert import experiment
 
 KINDS = ("preprocessor", "encoder")
 FORMATS = ("saved_model", "tfhub", "tflite")
-QUANTIZATIONS = ("none", "dynamic_range", "float16")
+QUANTIZATIONS = ("none", "dynamic_range", "float16", "full_integer")
 
 
 @dataclasses.dataclass
@@ -42,7 +46,11 @@ class ExportConfig:
     output_dir: str = ""
     seq_length: int = 128
     text_input: bool = False  # tflite: strings in (tokenizer inside the model)
-    quantization: str = "none"  # tflite: none | dynamic_range | float16
+    quantization: str = "none"  # tflite: none | dynamic_range | float16 | full_integer
+    # full_integer: texts that calibrate activation ranges (.txt one per line,
+    # or TSV/CSV/JSONL with this column), e.g. the training file
+    representative_file: str = ""
+    representative_column: str = "sentence"
 
 
 flags.DEFINE_string("config", None, "YAML file with ExportConfig fields.")
@@ -54,6 +62,9 @@ flags.DEFINE_string("output_dir", None, "Where to write the export.")
 flags.DEFINE_integer("seq_length", None, "Packed sequence length (default 128).")
 flags.DEFINE_boolean("text_input", None, "TFLite: take strings (tokenizer inside the model).")
 flags.DEFINE_enum("quantization", None, QUANTIZATIONS, "TFLite weight quantization.")
+flags.DEFINE_string("representative_file", None,
+                    "full_integer: training texts to calibrate with (.txt, TSV, CSV, JSONL).")
+flags.DEFINE_string("representative_column", None, "Text column of --representative_file.")
 flags.DEFINE_string("check", None, "A SavedModel directory to check against the op rule.")
 FLAGS = flags.FLAGS
 
@@ -129,11 +140,21 @@ def run(cfg):
 
         path = os.path.join(cfg.output_dir, "model.tflite")
         quantization = None if cfg.quantization == "none" else cfg.quantization
+        representative = None
+        if quantization == "full_integer":
+            if not cfg.representative_file:
+                raise ValueError("--quantization=full_integer needs --representative_file "
+                                 "(e.g. the training file) to calibrate activation ranges.")
+            texts = tflite.read_representative_texts(cfg.representative_file,
+                                                     cfg.representative_column)
+            representative = tflite.representative_inputs(preprocessor, texts,
+                                                          source=cfg.representative_file)
         if cfg.text_input:
             tflite.export_text_tflite(preprocessor, encoder, path, quantization=quantization)
         else:
             tflite.export_encoder_tflite(encoder, path, seq_length=cfg.seq_length,
-                                         quantization=quantization)
+                                         quantization=quantization,
+                                         representative_data=representative)
         print(f"Exported the encoder{' with the tokenizer' if cfg.text_input else ''} "
               f"to {path} ({os.path.getsize(path) / 1e6:.1f} MB)")
         return

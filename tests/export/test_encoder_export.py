@@ -187,3 +187,78 @@ def test_keras_tfsmlayer_loads_with_defaults(encoder, encoder_dir):
     inputs = make_inputs()
     np.testing.assert_allclose(layer(inputs)["pooled_output"],
                                encoder(inputs)["pooled_output"], atol=1e-5)
+
+
+def test_albert_style_encoder_exports_with_mlm_and_tflite(tmp_path):
+    """Factorized embeddings + shared layers: SavedModel (op rule, MLM
+    signature with the H -> E head) and TFLite agree with Keras."""
+    import tensorflow as tf
+    from ai_edge_litert.interpreter import Interpreter
+
+    from tfbert.export.op_check import check_op_rule
+    from tfbert.models.pretrainer import BertPretrainer
+
+    keras.utils.set_random_seed(4)
+    config = BertConfig.from_preset("tiny", vocab_size=1000, num_layers=3, embedding_size=32,
+                                    share_layers=True)
+    encoder = BertEncoder(config)
+    pretrainer = BertPretrainer(encoder)
+    assert pretrainer.head_weights()["mlm"]["transform/kernel"].shape == (128, 32)
+    path = export_encoder(encoder, str(tmp_path / "enc"), pretrainer=pretrainer)
+    check_op_rule(path)
+    obj = tf.saved_model.load(path)
+    inputs = make_inputs()
+    positions = np.array([[1, 2], [3, 0], [1, 1], [2, 5]], "int32")
+    out = obj.mlm({**inputs, "masked_lm_positions": positions}, training=False)
+    ref = pretrainer({**inputs, "masked_lm_positions": positions})
+    assert np.abs(out["mlm_logits"] - ref["mlm_logits"]).max() <= 1e-5
+    tfl = export_encoder_tflite(encoder, str(tmp_path / "enc.tflite"), seq_length=16)
+    got = Interpreter(model_path=tfl).get_signature_runner("serve")(**inputs)
+    assert np.abs(got["sequence_output"] - encoder(inputs)["sequence_output"]).max() <= 1e-4
+
+
+def test_full_integer_tflite_calibrated_on_training_text(tmp_path, uncased_vocab_file):
+    """int8 weights and activations, calibrated on the shipped training
+    sentences; loads in the LiteRT interpreter and stays near float."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    from tfbert.export.tflite import read_representative_texts, representative_inputs
+    from tfbert.text.preprocessor import BertPreprocessor
+
+    keras.utils.set_random_seed(5)
+    encoder = BertEncoder(BertConfig.from_preset("tiny", num_layers=1))
+    pre = BertPreprocessor(vocab_file=uncased_vocab_file, seq_length=16)
+    data = os.path.join(os.path.dirname(__file__), "..", "data", "finetune")
+    texts = read_representative_texts(os.path.join(data, "sentiment_train.tsv"))
+    assert len(texts) == 160
+    calibration = representative_inputs(pre, texts[:40])
+    path = export_encoder_tflite(encoder, str(tmp_path / "int8.tflite"), seq_length=16,
+                                 quantization="full_integer", representative_data=calibration)
+    interpreter = Interpreter(model_path=path)
+    types = {d["dtype"] for d in interpreter.get_tensor_details()}
+    assert np.int8 in types  # activations and weights are int8 tensors
+    dev = representative_inputs(pre, read_representative_texts(
+        os.path.join(data, "sentiment_dev.tsv"))[:8])
+    ref = np.concatenate([encoder(x)["pooled_output"] for x in dev])
+    runner = interpreter.get_signature_runner("serve")
+    got = np.concatenate([runner(**x)["pooled_output"] for x in dev])
+    cos = (got * ref).sum(-1) / np.linalg.norm(got, axis=-1) / np.linalg.norm(ref, axis=-1)
+    float_bytes = 4 * encoder.count_params()
+    print(f"full-integer: {os.path.getsize(path)} bytes for {float_bytes} bytes of float32 "
+          f"weights; pooled cosine to float min {cos.min():.4f}")
+    assert cos.min() > 0.95
+    assert os.path.getsize(path) < 0.4 * float_bytes
+    empty = tmp_path / "empty.tsv"
+    empty.write_text("")
+    with pytest.raises(ValueError, match="empty.tsv: the file is empty"):
+        read_representative_texts(str(empty))
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n\n")
+    with pytest.raises(ValueError, match="blank.txt: the representative data file holds no text"):
+        read_representative_texts(str(blank))
+    with pytest.raises(ValueError, match="needs representative_data"):
+        export_encoder_tflite(encoder, str(tmp_path / "x.tflite"), quantization="full_integer")
+    with pytest.raises(ValueError, match="representative_data is empty"):
+        export_encoder_tflite(encoder, str(tmp_path / "x.tflite"), quantization="full_integer",
+                              representative_data=[])
+    assert not (tmp_path / "x.tflite").exists()

@@ -86,3 +86,30 @@ def test_tflite_kinds_and_errors(pretrained_dir, tmp_path):
     proc = export_tool(f"--checkpoint_dir={tmp_path / 'missing'}", "--kind=encoder",
                        f"--output_dir={out}")
     assert proc.returncode == 1 and "missing" in proc.stderr
+
+
+@pytest.mark.slow
+def test_full_integer_tflite_from_the_training_file(pretrained_dir, tmp_path):
+    from ai_edge_litert.interpreter import Interpreter
+
+    ckpt, _ = pretrained_dir
+    train = os.path.join(REPO, "tests", "data", "finetune", "sentiment_train.tsv")
+    out = str(tmp_path / "int8")
+    proc = export_tool(f"--checkpoint_dir={ckpt}", "--kind=encoder", "--format=tflite",
+                       f"--output_dir={out}", "--seq_length=32", "--quantization=full_integer",
+                       f"--representative_file={train}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    runner = Interpreter(model_path=os.path.join(out, "model.tflite")).get_signature_runner()
+    ids = np.zeros((1, 32), np.int32)
+    ids[0, :4] = [101, 7592, 2088, 102]
+    got = runner(input_word_ids=ids, input_mask=(ids > 0).astype(np.int32),
+                 input_type_ids=np.zeros_like(ids))
+    assert got["pooled_output"].shape == (1, 128) and np.isfinite(got["pooled_output"]).all()
+    empty = tmp_path / "empty.tsv"
+    empty.write_text("")
+    proc = export_tool(f"--checkpoint_dir={ckpt}", "--kind=encoder", "--format=tflite",
+                       f"--output_dir={tmp_path / 'bad'}", "--quantization=full_integer",
+                       f"--representative_file={empty}")
+    assert proc.returncode == 1
+    assert f"{empty}: the file is empty" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "bad").exists()

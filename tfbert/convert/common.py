@@ -45,14 +45,18 @@ def encoder_weight_shapes(config):
     """
     h, heads, inter = config.hidden_size, config.num_heads, config.intermediate_size
     head_dim = h // heads
+    e = config.embedding_width
     shapes = {
-        "embeddings/word_embeddings/embeddings": (config.vocab_size, h),
-        "embeddings/position_embeddings": (config.max_position_embeddings, h),
-        "embeddings/token_type_embeddings/embeddings": (config.type_vocab_size, h),
-        "embeddings/layer_norm/gamma": (h,),
-        "embeddings/layer_norm/beta": (h,),
+        "embeddings/word_embeddings/embeddings": (config.vocab_size, e),
+        "embeddings/position_embeddings": (config.max_position_embeddings, e),
+        "embeddings/token_type_embeddings/embeddings": (config.type_vocab_size, e),
+        "embeddings/layer_norm/gamma": (e,),
+        "embeddings/layer_norm/beta": (e,),
     }
-    for i in range(config.num_layers):
+    if config.factorized_embeddings:
+        shapes["embeddings/embedding_projection/kernel"] = (e, h)
+        shapes["embeddings/embedding_projection/bias"] = (h,)
+    for i in range(1 if config.share_layers else config.num_layers):
         layer = f"transformer_layer_{i}"
         for proj in ("query", "key", "value"):
             shapes[f"{layer}/self_attention/{proj}/kernel"] = (h, heads, head_dim)
@@ -76,13 +80,14 @@ def encoder_weight_shapes(config):
 
 def head_weight_shapes(config):
     """`{"mlm/<name>" | "nsp/<name>": shape}`: the pretraining head contract
-    of `tfbert.checkpoint` (the MLM decoder is tied to the word embeddings)."""
-    h = config.hidden_size
+    of `tfbert.checkpoint` (the MLM decoder is tied to the word embeddings, so
+    its transform maps H -> E, the embedding width, as in ALBERT)."""
+    h, e = config.hidden_size, config.embedding_width
     return {
-        "mlm/transform/kernel": (h, h),
-        "mlm/transform/bias": (h,),
-        "mlm/layer_norm/gamma": (h,),
-        "mlm/layer_norm/beta": (h,),
+        "mlm/transform/kernel": (h, e),
+        "mlm/transform/bias": (e,),
+        "mlm/layer_norm/gamma": (e,),
+        "mlm/layer_norm/beta": (e,),
         "mlm/output_bias": (config.vocab_size,),
         "nsp/kernel": (h, 2),
         "nsp/bias": (2,),
@@ -278,7 +283,8 @@ def convert_weights(reader, rules, config, skip=(), tied=None, label="checkpoint
         assert value.shape == expected[r.target], (r.target, value.shape)
         weights[r.target] = value
     encoder = {k for k in weights if k.startswith("encoder/")}
-    assert encoder == {k for k in expected if k.startswith("encoder/")}
+    absent = {r.target for r in rules if r.group and r.group not in present_groups}
+    assert encoder == {k for k in expected if k.startswith("encoder/")} - absent
     return weights
 
 

@@ -6,6 +6,9 @@ vocabulary of `tokenizer.json`), and optionally
 `tokenizer_config.json` / `tokenizer.json` for the lower-case flag. Weights are
 read with the safetensors NumPy API (no torch).
 
+ALBERT (`model_type: albert`) is read by `tfbert.convert.albert` into an
+ALBERT-style config (`embedding_size`, `share_layers`); see that module.
+
 Key layouts: `BertModel` (`embeddings.*`, `encoder.layer.*`, `pooler.*`) and
 `BertForPreTraining` (the same under `bert.`, plus `cls.predictions.*` and
 `cls.seq_relationship.*`, converted to the `mlm/*` and `nsp/*` heads).
@@ -55,7 +58,7 @@ from safetensors import safe_open
 
 from tfbert import checkpoint
 from tfbert.config import BertConfig
-from tfbert.convert import common
+from tfbert.convert import albert, common
 from tfbert.convert.common import LAYER, bert_rules
 
 # transformers' `hidden_act` -> tfbert's.
@@ -88,12 +91,16 @@ def from_huggingface(src_dir, out_dir, lower_case=None):
     config_path = common.require_file(
         os.path.join(src_dir, "config.json"), "Hugging Face config (config.json)"
     )
-    config = config_from_huggingface(common.read_json(config_path), source=config_path)
+    hf_config = common.read_json(config_path)
+    config = config_from_huggingface(hf_config, source=config_path)
     if lower_case is None:
         lower_case = lower_case_from_tokenizer_files(src_dir)
     with tempfile.TemporaryDirectory() as tmp:
         vocab_file = _vocab_file(src_dir, tmp)  # vocab.txt, or made from tokenizer.json
-        weights = read_huggingface_weights(src_dir, config, label=config_path)
+        if hf_config.get("model_type") == "albert":
+            weights = albert.read_albert_weights(SafetensorsReader(src_dir), config, config_path)
+        else:
+            weights = read_huggingface_weights(src_dir, config, label=config_path)
         common.check_vocab(vocab_file, config.vocab_size)
         encoder_weights, head_weights = common.split_heads(weights)
         sentence, dense_weights = sentence_transformers_metadata(src_dir)
@@ -210,8 +217,11 @@ def config_from_huggingface(hf_config, source="config.json"):
     if not isinstance(hf_config, dict):
         raise ValueError(f"{source}: expected a JSON object.")
     model_type = hf_config.get("model_type", "bert")
+    if model_type == "albert":
+        return albert.config_from_albert(hf_config, ACTIVATIONS, source)
     if model_type != "bert":
-        raise ValueError(f"{source}: model_type is {model_type!r}; only 'bert' converts.")
+        raise ValueError(f"{source}: model_type is {model_type!r}; only 'bert' and 'albert' "
+                         "convert.")
     position_type = hf_config.get("position_embedding_type", "absolute")
     if position_type != "absolute":
         raise ValueError(
@@ -394,6 +404,10 @@ def _vocab_file(src_dir, tmp_dir):
     vocab_file = os.path.join(src_dir, "vocab.txt")
     json_path = os.path.join(src_dir, "tokenizer.json")
     if os.path.isfile(vocab_file) or not os.path.isfile(json_path):
+        if not os.path.isfile(vocab_file) and os.path.isfile(os.path.join(src_dir, "spiece.model")):
+            raise FileNotFoundError(f"No vocab.txt in {src_dir}: it has a SentencePiece "
+                                    "spiece.model, which tfbert does not tokenize with; put a "
+                                    "WordPiece vocab.txt (one token per embedding row) beside it.")
         return common.require_file(vocab_file, "Vocabulary file (vocab.txt)")
     model = common.read_json(json_path).get("model") or {}
     vocab = model.get("vocab")

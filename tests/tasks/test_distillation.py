@@ -1,15 +1,16 @@
 """Task distillation on the shipped real-sentence sentiment data: a 2-layer
 student (teacher layers 0 and 5) distilled from the fine-tuned converted
-MiniLM classifier keeps at least 95% of the teacher's dev accuracy, beats the
-same student trained on the gold labels alone with the same steps, and
-exports like any task model. Its speed against the teacher is measured side
+MiniLM classifier keeps at least 95% of the teacher's dev accuracy and
+exports like any task model; the same student trained on the gold labels
+alone with the same steps is printed next to it, not asserted (see below). Its speed against the teacher is measured side
 by side in benchmarks/bench_distill.py.
 
 Caveat, measured: this is one seeded run (seed 1 for teacher and students).
 With a teacher trained at seed 42 and students at seeds 1, 2, 3, 42 the
 distilled student scored 0.967, 1.000, 0.717, 0.900 against gold-only 0.967,
 1.000, 1.000, 0.933: on 60 dev sentences, distillation is not a reliable gain
-here, and this test guards the seeded path, not a general claim."""
+here, so "beats gold-only" is not asserted; the 95% bound guards the seeded
+path, not a general claim."""
 
 import os
 
@@ -40,7 +41,7 @@ def sentiment_task(data_dir):
 
 
 @pytest.mark.slow
-def test_distilled_student_keeps_teacher_accuracy_and_beats_gold_only(
+def test_distilled_student_keeps_teacher_accuracy(
         tmp_path, minilm_ckpt, data_dir):
     ckpt = minilm_ckpt
     teacher = finetune(sentiment_task(data_dir),
@@ -63,7 +64,6 @@ def test_distilled_student_keeps_teacher_accuracy_and_beats_gold_only(
           f"{distilled.best_score:.3f}, gold-only 2-layer student {gold.best_score:.3f}")
     assert distilled.model.encoder.config.num_layers == 2
     assert distilled.best_score >= 0.95 * teacher.best_score
-    assert distilled.best_score > gold.best_score
     # The student exports like any task model: strings in, labels out.
     from tfbert.export.task_model import load_task_model
     import tensorflow as tf

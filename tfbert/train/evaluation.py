@@ -38,7 +38,7 @@ class DevEvaluation(keras.callbacks.Callback):
         self.scores = []
 
     def on_epoch_end(self, epoch, logs=None):
-        if self.model.stop_training:  # an epoch cut short by SIGTERM is not scored
+        if self.model is not None and self.model.stop_training:  # cut short by SIGTERM: not scored
             return
         scores = self.evaluate()
         self.scores.append(scores)

@@ -244,3 +244,57 @@ def test_shards_are_mixed_whatever_the_corpus_order(two_sources, tokenizer, tmp_
     share, shares = assert_mixed(two_sources, examples)
     print(f"{len(examples)} examples, reference share {share:.3f}, windows of 1000: "
           f"{min(shares):.3f}..{max(shares):.3f}")
+
+
+def test_sop_pairs_are_consecutive_segments_in_or_out_of_order():
+    docs = synthetic_documents(num_docs=300)
+    docs.append([[999000 + k for k in range(7)]])  # one sentence: split inside it
+    builder = InstanceBuilder(max_seq_length=40, short_seq_prob=0.1, rng=random.Random(2),
+                              next_sentence_task="sop")
+    instances = [i for d in range(len(docs)) for i in builder.from_document(docs, d)]
+    labels = [r for _, _, r in instances]
+    assert len(instances) > 200 and 0.47 < np.mean(labels) < 0.53
+    streams = {doc[0][0] // 1000: [t for s in doc for t in s] for doc in docs}
+    for a, b, swapped in instances:
+        assert a and b and len(a) + len(b) <= 37
+        first, second = (b, a) if swapped else (a, b)
+        doc = {t // 1000 for t in a + b}
+        assert len(doc) == 1  # always the same document, never a random one
+        stream = streams[doc.pop()]
+        # In order, the two segments are one contiguous run of the document.
+        start = stream.index(first[0])
+        assert stream[start:start + len(first) + len(second)] == first + second
+    assert any(a[0] >= 999000 for a, _, _ in instances)
+
+
+def test_sop_data_and_the_task_check_of_the_reader(small_corpus, tokenizer, tmp_path):
+    meta = write_pretraining_data(small_corpus, str(tmp_path), tokenizer, max_seq_length=64,
+                                  next_sentence_task="sop", log=lambda *_: None)
+    assert meta["next_sentence_task"] == "sop" and meta["use_nsp"]
+    assert abs(meta["random_next"] / meta["instances"] - 0.5) < 0.03
+    masker = MaskedLMMasker.from_vocab(str(VOCAB), max_predictions=8)
+    files = str(tmp_path / "*.tfrecord")
+    _, y = next(iter(pretraining_dataset(files, 8, masker=masker)))
+    assert y["next_sentence_labels"].shape == (8,)
+    with pytest.raises(ValueError, match="next_sentence_task=sop; training asks for nsp"):
+        pretraining_dataset(files, 8, masker=masker, next_sentence_task="nsp")
+    x, y = next(iter(pretraining_dataset(files, 8, masker=masker, use_nsp=False)))
+    assert "next_sentence_labels" not in y  # MLM only on pair data is fine
+    with pytest.raises(ValueError, match="conflicts"):
+        InstanceBuilder(32, use_nsp=False, next_sentence_task="sop")
+
+
+def test_eval_split_holds_out_whole_documents(small_corpus, tokenizer, tmp_path):
+    meta = write_pretraining_data(small_corpus, str(tmp_path), tokenizer, max_seq_length=64,
+                                  eval_fraction=0.2, log=lambda *_: None)
+    held = json.loads((tmp_path / "eval" / pretraining.METADATA_FILE).read_text())
+    assert held["split"] == "eval" and meta["eval_instances"] == held["instances"] > 10
+    assert 0.1 < held["documents"] / (held["documents"] + meta["documents"]) < 0.3
+    assert not list(tmp_path.glob(".tmp-*"))  # temporary buckets are gone
+
+    def texts(directory):
+        return {tf.train.Example.FromString(r.numpy()).features.feature["input_word_ids"]
+                .int64_list.value[1:6].__repr__() for r in tf.data.TFRecordDataset(
+                    sorted(str(p) for p in directory.glob("*.tfrecord")))}
+    # Held-out documents give no training instance (segment A never shared).
+    assert len(texts(tmp_path / "eval") & texts(tmp_path)) < 0.05 * held["instances"]

@@ -121,7 +121,7 @@ def main(argv):
     del argv
     try:
         run(config_from_flags())
-    except (ValueError, FileNotFoundError, TypeError) as e:
+    except (ValueError, FileNotFoundError, TypeError, ImportError) as e:
         print(f"create_pretraining_data: error: {e}", file=sys.stderr)
         sys.exit(1)
 

@@ -69,6 +69,38 @@ class TwoSources:
             out.append((a.tolist(), b.tolist(), int(label)))
         return out
 
+    def training_stream(self, files, batch_size=50):
+        """The examples in the order training sees them (no reader shuffle:
+        the order is the shards' own), as (segment A, segment B, label)."""
+        from tfbert.data.pretraining import pretraining_dataset
+        from tfbert.text.masking import MaskedLMMasker
+
+        masker = MaskedLMMasker.from_vocab(str(VOCAB), max_predictions=8)
+        ds = pretraining_dataset(files, batch_size, masker=masker, seed=0, shuffle_buffer=0,
+                                 repeat=False)
+        return [ex for x, y in ds for ex in self.segments(x, y)]
+
+    def assert_mixed(self, examples):
+        """Every 1,000 consecutive examples hold each source at about its
+        global share; random "next" segments come from both halves."""
+        sources = [self.source_of(a) for a, _, _ in examples]
+        known = [s for s in sources if s is not None]
+        assert len(known) > 0.9 * len(examples) and len(known) >= 3000
+        share = np.mean(known)
+        assert 0.3 < share < 0.7
+        shares = self.window_shares(sources)
+        assert max(abs(s - share) for s in shares) < 0.06, (share, min(shares), max(shares))
+        # NSP: the random B of a first-half A comes from both halves (and vice
+        # versa), at about each half's share of the documents (B is drawn by
+        # document, so by documents, not by instances).
+        document_share = self.sizes[1] / sum(self.sizes)
+        for half in (0, 1):
+            randoms = [self.source_of(b) for a, b, r in examples if r and self.source_of(a) == half]
+            randoms = [s for s in randoms if s is not None]
+            assert len(randoms) > 300
+            assert abs(np.mean(randoms) - document_share) < 0.1, (half, np.mean(randoms))
+        return share, shares
+
     @staticmethod
     def window_shares(sources, window=1000, step=250):
         """Share of source 1 in each window of `window` consecutive known sources."""

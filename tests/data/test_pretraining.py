@@ -206,42 +206,13 @@ def test_memory_does_not_grow_with_the_corpus(tokenizer, tmp_path):
     assert large < 1.2 * small, (small, large)
 
 
-def training_stream(two_sources, files, batch_size=50):
-    """The examples in the order training sees them (no reader shuffle: the
-    order is the shards' own), as (segment A, segment B, label)."""
-    masker = MaskedLMMasker.from_vocab(str(VOCAB), max_predictions=8)
-    ds = pretraining_dataset(files, batch_size, masker=masker, seed=0, shuffle_buffer=0,
-                             repeat=False)
-    return [ex for x, y in ds for ex in two_sources.segments(x, y)]
-
-
-def assert_mixed(two_sources, examples):
-    """Every 1,000 consecutive examples hold each source at about its global
-    share; random "next" segments come from both halves of the corpus."""
-    sources = [two_sources.source_of(a) for a, _, _ in examples]
-    known = [s for s in sources if s is not None]
-    assert len(known) > 0.9 * len(examples) and len(known) >= 3000
-    share = np.mean(known)
-    assert 0.3 < share < 0.7
-    shares = two_sources.window_shares(sources)
-    assert max(abs(s - share) for s in shares) < 0.06, (share, min(shares), max(shares))
-    # NSP: the random B of a first-half A comes from both halves (and vice versa).
-    for half in (0, 1):
-        randoms = [two_sources.source_of(b) for a, b, r in examples
-                   if r and two_sources.source_of(a) == half]
-        randoms = [s for s in randoms if s is not None]
-        assert len(randoms) > 300
-        assert abs(np.mean(randoms) - share) < 0.1, (half, np.mean(randoms), share)
-    return share, shares
-
-
 def test_shards_are_mixed_whatever_the_corpus_order(two_sources, tokenizer, tmp_path):
     meta = write_pretraining_data(two_sources.path, str(tmp_path), tokenizer, max_seq_length=32,
                                   num_shards=3, dupe_factor=2, bucket_instances=1500, random_next_pool=200,
                                   log=lambda *_: None)
-    examples = training_stream(two_sources, str(tmp_path / "*.tfrecord"))
+    examples = two_sources.training_stream(str(tmp_path / "*.tfrecord"))
     assert len(examples) == meta["instances"] // 50 * 50
-    share, shares = assert_mixed(two_sources, examples)
+    share, shares = two_sources.assert_mixed(examples)
     print(f"{len(examples)} examples, reference share {share:.3f}, windows of 1000: "
           f"{min(shares):.3f}..{max(shares):.3f}")
 

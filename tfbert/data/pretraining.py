@@ -479,6 +479,8 @@ def write_pretraining_data(
             doc_id = 0
             for buffer in _batches(read_documents(input_files), buffer_documents):
                 for document in _tokenize_documents(tokenize, buffer):
+                    if not document:
+                        continue
                     split = "eval" if eval_fraction and rng.random() < eval_fraction else "train"
                     encoded = encode_document(document)
                     _write_record(f, np.concatenate([[doc_id, split == "eval"], encoded]).astype(np.int32))
@@ -587,18 +589,17 @@ def _batches(items, size):
 
 
 def _tokenize_documents(tokenize, documents):
-    """Documents of strings -> documents of id lists (empty sentences and
-    documents dropped), tokenized in batches of 1,024 sentences."""
+    """Documents of strings -> documents of id lists, one per document
+    (sentences without tokens dropped, so a document may become empty),
+    tokenized in batches of 1,024 sentences."""
     sentences = [s for doc in documents for s in doc]
     ids = []
     for start in range(0, len(sentences), 1024):
         ids.extend(tokenize(tf.constant(sentences[start:start + 1024])).to_list())
     out, k = [], 0
     for doc in documents:
-        tokenized = [s for s in ids[k:k + len(doc)] if s]
+        out.append([s for s in ids[k:k + len(doc)] if s])
         k += len(doc)
-        if tokenized:
-            out.append(tokenized)
     return out
 
 

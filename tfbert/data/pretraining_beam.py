@@ -33,14 +33,20 @@ import uuid
 
 try:
     import apache_beam as beam
-except ImportError:
-    raise ImportError(
-        "--runner needs Apache Beam: pip install -e \".[beam]\" (or pip install apache-beam)."
-    ) from None
+except ImportError:  # the module imports without Beam; running it says what to install
+    beam = None
 
 from tfbert.data import pretraining as local
 
 STATS_FILE = "stats.json"
+_DoFn = beam.DoFn if beam is not None else object
+
+
+def _require_beam():
+    if beam is None:
+        raise ImportError(
+            "--runner needs Apache Beam: pip install -e \".[beam]\" (or pip install apache-beam)."
+        )
 
 
 def match_files(patterns):
@@ -72,7 +78,7 @@ def _read_file(item):
             yield (file_index, doc_index), document
 
 
-class _Tokenize(beam.DoFn):
+class _Tokenize(_DoFn):
     """Batches of (key, document) -> (key, split, encoded ids)."""
 
     def __init__(self, vocabulary, lower_case, eval_fraction, seed):
@@ -99,7 +105,7 @@ class _Tokenize(beam.DoFn):
             yield key, split, local.encode_document(document)
 
 
-class _Instances(beam.DoFn):
+class _Instances(_DoFn):
     """One document -> (split, encoded instance) for each dupe."""
 
     def __init__(self, cfg, task):
@@ -138,7 +144,7 @@ class _Instances(beam.DoFn):
                 yield split, local.encode_instance(a, b, label)
 
 
-class _WriteShard(beam.DoFn):
+class _WriteShard(_DoFn):
     """(shard key, instances) -> one TFRecord file written under a temporary
     name and renamed; yields its statistics."""
 
@@ -190,6 +196,7 @@ def _merge(dicts):
 
 def build_pipeline(pipeline, cfg, files, vocabulary, task, work_dir):
     """Adds the stages to `pipeline`; the shards and `stats.json` land in `work_dir`."""
+    _require_beam()
     mask_seed = random.Random(cfg.seed).randint(0, 2**31 - 1)
     documents = (
         pipeline
@@ -240,6 +247,7 @@ def run_pipeline(cfg, log=print):
     """Runs the pipeline for a `CreateDataConfig` (`cfg.runner`,
     `cfg.beam_pipeline_options`); moves the shards into `cfg.output_dir`,
     writes `pretraining_data.json`, returns it. Errors are one line."""
+    _require_beam()
     import tensorflow as tf
     from apache_beam.options.pipeline_options import PipelineOptions
 

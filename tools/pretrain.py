@@ -308,8 +308,11 @@ def find_eval_files(cfg):
         return cfg.eval_files
     first = expand_files(cfg.train_files, what="training file")[0]
     split = os.path.join(os.path.dirname(os.path.abspath(first)), EVAL_DIR)
-    if os.path.isfile(os.path.join(split, METADATA_FILE)):
-        return os.path.join(split, "*.tfrecord")
+    meta = os.path.join(split, METADATA_FILE)
+    if os.path.isfile(meta):
+        with open(meta, encoding="utf-8") as f:
+            if json.load(f).get("instances"):
+                return os.path.join(split, "*.tfrecord")
     return ""
 
 

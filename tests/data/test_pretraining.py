@@ -269,3 +269,7 @@ def test_eval_split_holds_out_whole_documents(small_corpus, tokenizer, tmp_path)
                     sorted(str(p) for p in directory.glob("*.tfrecord")))}
     # Held-out documents give no training instance (segment A never shared).
     assert len(texts(tmp_path / "eval") & texts(tmp_path)) < 0.05 * held["instances"]
+    # Rewritten without a split: the old one is gone, not evaluated as this run's.
+    write_pretraining_data(small_corpus, str(tmp_path), tokenizer, max_seq_length=64,
+                           eval_fraction=0.0, log=lambda *_: None)
+    assert not list((tmp_path / "eval").iterdir())

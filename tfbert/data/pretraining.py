@@ -523,6 +523,10 @@ def write_pretraining_data(
                                          ("eval", os.path.join(output_dir, EVAL_DIR), 1)):
             stats = counts[split]
             if split == "eval" and not stats["documents"]:
+                # An earlier run's held-out split would be evaluated as this one's.
+                _remove_stale_shards(directory, [])
+                if os.path.isfile(os.path.join(directory, METADATA_FILE)):
+                    os.remove(os.path.join(directory, METADATA_FILE))
                 continue
             os.makedirs(directory, exist_ok=True)
             names = [SHARD_PATTERN.format(i, shards) for i in range(shards)]

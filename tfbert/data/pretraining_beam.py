@@ -123,7 +123,7 @@ class _Instances(_DoFn):
                 rng=random.Random(f"{self.cfg.seed}-{uuid.uuid4()}"),
                 next_sentence_task=self.task)
         rng = self._builder.rng
-        others = [(k, e) for k, e in pool]
+        others = pool  # the side input's list itself: no copy per document
 
         def random_document():
             candidates = len(others) - any(k == key for k, _ in others)
@@ -292,6 +292,11 @@ def run_pipeline(cfg, log=print):
         for split, directory, shards in (("train", output_dir, cfg.num_shards),
                                          ("eval", f"{output_dir}/{local.EVAL_DIR}", 1)):
             if not stats[split]["instances"]:
+                # An earlier run's held-out split would be evaluated as this one's.
+                for path in tf.io.gfile.glob(f"{directory}/pretrain-*-of-*.tfrecord"):
+                    tf.io.gfile.remove(path)
+                if tf.io.gfile.exists(f"{directory}/{local.METADATA_FILE}"):
+                    tf.io.gfile.remove(f"{directory}/{local.METADATA_FILE}")
                 continue
             tf.io.gfile.makedirs(directory)
             names = [local.SHARD_PATTERN.format(i, shards) for i in range(shards)]

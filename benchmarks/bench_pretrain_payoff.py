@@ -171,7 +171,7 @@ def tool(name, *flags):
     return result.stdout
 
 
-def finetune_dev_accuracy(work, name, seeds, **source):
+def finetune_dev_accuracy(work, name, seeds, learning_rate=None, epochs=None, **source):
     import keras
 
     from tfbert.tasks.classification import ClassificationTask
@@ -181,7 +181,9 @@ def finetune_dev_accuracy(work, name, seeds, **source):
     for seed in seeds:
         task = ClassificationTask(dict(train_file=os.path.join(work, "train.tsv"),
                                        dev_file=os.path.join(work, "dev.tsv"), seq_length=64))
-        result = finetune(task, TrainConfig(batch_size=32, seed=seed, verbose=0, tensorboard=False),
+        train = TrainConfig(batch_size=32, seed=seed, verbose=0, tensorboard=False,
+                            learning_rate=learning_rate, epochs=epochs)  # None: the recipe
+        result = finetune(task, train,
                           os.path.join(work, "ft", f"{name}-{seed}"), **source)
         scores.append(result.best_score)
         summary = result.summary

@@ -22,7 +22,7 @@ from absl import app, flags
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 BENCHMARKS = ("encoder", "tokenizer", "pretrain", "finetune", "qa", "sentence_embedding",
-              "bucketing", "distill")
+              "bucketing", "distill", "pretrain_payoff")
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("what", list(BENCHMARKS), f"Benchmarks to run, from {list(BENCHMARKS)}.")

@@ -10,6 +10,16 @@ documents. Writes `pretrain-<i>-of-<n>.tfrecord` and `pretraining_data.json`.
 Flags override `--config` YAML values; `--set key=value` sets any field.
 Static masking (`--static_masking`) stores the masks; without it the trainer
 masks dynamically (new masks every epoch).
+
+The shards are shuffled across the whole corpus (temporary buckets, memory
+bounded by `bucket_instances`), so their order never follows the corpus order.
+`--eval_fraction` holds out that share of the documents in `<output_dir>/eval/`,
+which tools/pretrain.py evaluates after every epoch.
+
+`--runner=DirectRunner` (or DataflowRunner, FlinkRunner, SparkRunner, ...)
+builds the same shards with Apache Beam (`pip install -e ".[beam]"`) for
+corpora beyond one machine; other pipeline options go in
+`--beam_pipeline_options="--project=... --region=... --temp_location=gs://..."`.
 """
 
 import dataclasses
@@ -35,11 +45,18 @@ class CreateDataConfig:
     num_shards: int = 1
     seed: int = 12345
     use_nsp: bool = True
+    # nsp | sop (ALBERT's sentence order) | none; empty: from use_nsp.
+    next_sentence_task: str = ""
     static_masking: bool = False
     masking_strategy: str = "token"
     masked_lm_prob: float = 0.15
     max_predictions_per_seq: int = 20
-    buffer_documents: int = 1000
+    buffer_documents: int = 1000  # documents tokenized at a time
+    random_next_pool: int = 10000  # reservoir of documents for random "next" segments
+    bucket_instances: int = 50000  # instances per temporary shuffle bucket (memory unit)
+    eval_fraction: float = 0.01  # share of documents held out in <output_dir>/eval/
+    runner: str = ""  # empty: the local writer; else an Apache Beam runner
+    beam_pipeline_options: str = ""  # more Beam options, e.g. "--project=p --region=r"
 
 
 flags.DEFINE_string("config", None, "YAML file with CreateDataConfig fields.")
@@ -68,6 +85,10 @@ def run(cfg):
     for name in ("input_files", "output_dir", "vocab_file"):
         if not getattr(cfg, name):
             raise ValueError(f"--{name} is required.")
+    if cfg.runner:
+        from tfbert.data.pretraining_beam import run_pipeline
+
+        return run_pipeline(cfg)
     tokenizer = BertTokenizer(vocab_file=cfg.vocab_file, lower_case=cfg.lower_case)
     masker = None
     if cfg.static_masking:
@@ -89,6 +110,10 @@ def run(cfg):
         use_nsp=cfg.use_nsp,
         masker=masker,
         buffer_documents=cfg.buffer_documents,
+        next_sentence_task=cfg.next_sentence_task or None,
+        random_next_pool=cfg.random_next_pool,
+        bucket_instances=cfg.bucket_instances,
+        eval_fraction=cfg.eval_fraction,
     )
 
 
@@ -96,7 +121,7 @@ def main(argv):
     del argv
     try:
         run(config_from_flags())
-    except (ValueError, FileNotFoundError, TypeError) as e:
+    except (ValueError, FileNotFoundError, TypeError, ImportError) as e:
         print(f"create_pretraining_data: error: {e}", file=sys.stderr)
         sys.exit(1)
 

@@ -15,6 +15,15 @@ SIGTERM (a preemption notice) saves at the current step and exits 0; the
 rerun continues at that step.
 At the end, `<model_dir>/pretrained/` is a tfbert checkpoint directory
 (encoder + `mlm/*` + `nsp/*` heads + vocab) for fine-tuning and export.
+
+After every epoch the held-out data (`eval_files`; by default the `eval/`
+split that create_pretraining_data.py writes next to the shards) is
+evaluated: `val_mlm_accuracy`, `val_nsp_accuracy`, ... in `log.csv` and
+TensorBoard. A jump of the training loss well above its recent level prints
+a warning and keeps the last checkpoint from before it. Any saved step
+becomes a tfbert checkpoint directory with
+
+    python tools/pretrain.py --model_dir=runs/tiny --export_step=3000 [--export_dir=...]
 """
 
 import dataclasses
@@ -39,6 +48,11 @@ class PretrainConfig:
     vocab_file: str = ""  # taken from init_checkpoint when that is set
     lower_case: bool = True
     use_nsp: bool = True
+    # nsp | sop (ALBERT's sentence order; same binary head) | none; empty: from use_nsp.
+    next_sentence_task: str = experiment.one_of(("", "nsp", "sop", "none"), "")
+    # Held-out records evaluated after every epoch; empty: <train dir>/eval/ when
+    # it exists; "none": no evaluation.
+    eval_files: str = ""
     masking_strategy: str = experiment.one_of(("token", "whole_word", "span"), "token")
     span_boundary_objective: bool = False  # SpanBERT's SBO; needs masking_strategy: span
     masked_lm_prob: float = experiment.in_range(0.0, 1.0, 0.15, high_open=True)
@@ -74,6 +88,9 @@ class PretrainConfig:
     tpu: str = ""  # TPU name or grpc:// address for distribution_strategy: tpu
     seed: int = 0
     tensorboard: bool = True
+    # Warn when the mean loss of 20 steps exceeds (1 + this) x the median of
+    # the 200 steps before; 0 turns the check off.
+    loss_spike_threshold: float = experiment.at_least(0.0, 0.5)
     verbose: int = experiment.in_range(0, 2, 1)  # 1: progress bar, 2: one line per epoch
 
     def __post_init__(self):
@@ -83,10 +100,15 @@ class PretrainConfig:
 flags.DEFINE_string("config", None, "YAML experiment file with PretrainConfig fields.")
 flags.DEFINE_multi_string("set", [], "Overrides, key=value (values parse as YAML).")
 flags.DEFINE_boolean("overwrite", False, "Start fresh in a model_dir that holds another run.")
+flags.DEFINE_integer("export_step", None, "Only write a tfbert checkpoint directory from the "
+                     "weights saved at this step in <model_dir>/checkpoints, then exit.")
+flags.DEFINE_string("export_dir", None, "Where --export_step writes (default "
+                    "<model_dir>/pretrained-step-<step>).")
 _DIRECT_FLAGS = (
     "model_dir", "train_files", "vocab_file", "init_checkpoint", "num_train_steps",
     "batch_size", "learning_rate", "mixed_precision", "distribution_strategy",
     "jit_compile", "preset", "steps_per_epoch", "seed", "use_nsp", "masking_strategy", "tpu",
+    "next_sentence_task", "eval_files",
 )
 _TYPES = {f.name: f.type for f in dataclasses.fields(PretrainConfig)}
 for _name in _DIRECT_FLAGS:
@@ -119,6 +141,9 @@ def validate(cfg):
         raise ValueError("num_train_steps, steps_per_epoch and batch_size must be >= 1.")
     if cfg.span_boundary_objective and (cfg.masking_strategy != "span" or not cfg.dynamic_masking):
         raise ValueError("span_boundary_objective needs masking_strategy: span with dynamic_masking.")
+    if cfg.next_sentence_task and not cfg.use_nsp and cfg.next_sentence_task != "none":
+        raise ValueError(f"use_nsp=false conflicts with next_sentence_task="
+                         f"{cfg.next_sentence_task}; set one of them.")
     if cfg.num_train_steps % cfg.steps_per_epoch:
         raise ValueError(
             f"num_train_steps ({cfg.num_train_steps}) must be a multiple of "
@@ -129,18 +154,20 @@ def validate(cfg):
 def build_model(cfg, vocab):
     """BertPretrainer from init_checkpoint (heads too, when present) or a preset."""
     from tfbert import BertConfig, BertEncoder
+    from tfbert.data.pretraining import resolve_next_sentence_task
     from tfbert.models.pretrainer import BertPretrainer
 
+    task = resolve_next_sentence_task(cfg.next_sentence_task, cfg.use_nsp)
     if cfg.init_checkpoint:
         model = BertPretrainer.from_checkpoint(
-            cfg.init_checkpoint, use_nsp=cfg.use_nsp, use_sbo=cfg.span_boundary_objective,
-            config_overrides=cfg.encoder_overrides or None,
+            cfg.init_checkpoint, use_sbo=cfg.span_boundary_objective,
+            config_overrides=cfg.encoder_overrides or None, next_sentence_task=task,
         )
     else:
         config = BertConfig.from_preset(cfg.preset, **{"vocab_size": vocab.vocab_size,
                                                       **cfg.encoder_overrides})
-        model = BertPretrainer(BertEncoder(config), use_nsp=cfg.use_nsp,
-                               use_sbo=cfg.span_boundary_objective)
+        model = BertPretrainer(BertEncoder(config), use_sbo=cfg.span_boundary_objective,
+                               next_sentence_task=task)
     if model.config.vocab_size != vocab.vocab_size:
         raise ValueError(
             f"The model has vocab_size {model.config.vocab_size} but the vocabulary "
@@ -154,7 +181,7 @@ def run(cfg):
     import numpy as np
 
     from tfbert import checkpoint
-    from tfbert.data.pretraining import pretraining_dataset
+    from tfbert.data.pretraining import pretraining_dataset, resolve_next_sentence_task
     from tfbert.text.masking import MaskedLMMasker
     from tfbert.text.vocab import load_vocab
     from tfbert.train import callbacks as cb
@@ -188,15 +215,29 @@ def run(cfg):
             vocab, max_predictions=cfg.max_predictions_per_seq,
             mask_rate=cfg.masked_lm_prob, strategy=cfg.masking_strategy,
         )
+    task = resolve_next_sentence_task(cfg.next_sentence_task, cfg.use_nsp)
 
     def make_dataset(skip_batches):
         dataset = pretraining_dataset(
             cfg.train_files, cfg.batch_size, masker=masker, seed=cfg.seed,
-            shuffle_buffer=cfg.shuffle_buffer, use_nsp=cfg.use_nsp, skip_batches=skip_batches,
+            shuffle_buffer=cfg.shuffle_buffer, next_sentence_task=task,
+            skip_batches=skip_batches,
         )
         if cfg.distribution_strategy == "multi_worker_mirrored":
             dataset = with_auto_shard(dataset, "DATA")
         return dataset
+
+    eval_files = find_eval_files(cfg)
+    eval_dataset = None
+    if eval_files and cfg.distribution_strategy == "multi_worker_mirrored":
+        print("pretrain: no per-epoch evaluation under multi_worker_mirrored.", flush=True)
+    elif eval_files:
+        # The same masks every epoch (fixed seed, no shuffle): scores compare across epochs.
+        eval_dataset = pretraining_dataset(
+            eval_files, cfg.batch_size, masker=masker, seed=cfg.seed + 1, shuffle_buffer=0,
+            repeat=False, next_sentence_task=task, drop_remainder=False,
+        )
+        print(f"pretrain: evaluating {eval_files} after every epoch.", flush=True)
 
     jit_compile = cfg.jit_compile and xla_supported(strategy)
     if cfg.jit_compile and not jit_compile:
@@ -223,9 +264,17 @@ def run(cfg):
         cfg.model_dir, checkpoint_every_epochs=cfg.checkpoint_every_epochs,
         keep_checkpoints=cfg.keep_checkpoints, tensorboard=cfg.tensorboard,
     )
+    spikes = None
+    if cfg.loss_spike_threshold and is_chief():
+        spikes = cb.LossSpikeWarning(
+            cfg.loss_spike_threshold,
+            checkpoint_dir=os.path.join(cfg.model_dir, cb.CHECKPOINT_DIR),
+            log=lambda message: print(f"pretrain: {message}", flush=True),
+        )
+        callbacks.append(spikes)
     start = time.time()
     history = cb.fit_resumable(model, make_dataset, callbacks, epochs, cfg.steps_per_epoch,
-                               verbose=cfg.verbose)
+                               verbose=cfg.verbose, validation_data=eval_dataset)
     seconds = time.time() - start
     step = int(model.optimizer.iterations.numpy())
     # Equal on every worker of a multi-worker run (replicas stay in sync).
@@ -245,6 +294,9 @@ def run(cfg):
         "final_metrics": {k: float(v[-1]) for k, v in history.history.items()},
         "checkpoint": out_dir,
         "weights_checksum": checksum,
+        "eval_files": eval_files,
+        "loss_spikes": [{"step": s, "recent_loss": r, "level": lv}
+                        for s, r, lv in (spikes.spikes if spikes else [])],
     }
     with open(os.path.join(cfg.model_dir, "summary.json"), "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=2)
@@ -252,8 +304,73 @@ def run(cfg):
     return summary
 
 
+def find_eval_files(cfg):
+    """`eval_files`, or the `eval/` split next to the training shards."""
+    from tfbert.data.pretraining import EVAL_DIR, METADATA_FILE, expand_files
+
+    if cfg.eval_files == "none":
+        return ""
+    if cfg.eval_files:
+        expand_files(cfg.eval_files, what="eval file")  # a clear error when missing
+        return cfg.eval_files
+    first = expand_files(cfg.train_files, what="training file")[0]
+    split = os.path.join(os.path.dirname(os.path.abspath(first)), EVAL_DIR)
+    meta = os.path.join(split, METADATA_FILE)
+    if os.path.isfile(meta):
+        with open(meta, encoding="utf-8") as f:
+            if json.load(f).get("instances"):
+                return os.path.join(split, "*.tfrecord")
+    return ""
+
+
+def export_step(model_dir, step, export_dir=None):
+    """Writes the weights saved at `step` (periodic or kept before a loss
+    spike) as a tfbert checkpoint directory; returns its path."""
+    import numpy as np
+
+    from tfbert import checkpoint
+    from tfbert.text.vocab import load_vocab
+    from tfbert.train.callbacks import CHECKPOINT_DIR, find_checkpoint
+
+    config_path = os.path.join(model_dir, "pretrain_config.json")
+    if not os.path.isfile(config_path):
+        raise FileNotFoundError(f"{config_path} is missing: --model_dir must be a "
+                                "tools/pretrain.py run directory.")
+    with open(config_path, encoding="utf-8") as f:
+        cfg = experiment.from_dict(PretrainConfig, json.load(f), source=config_path)
+    weights = find_checkpoint(os.path.join(model_dir, CHECKPOINT_DIR), step)
+    vocab_file, lower_case = cfg.vocab_file, cfg.lower_case
+    if cfg.init_checkpoint:
+        ckpt = checkpoint.read_checkpoint(cfg.init_checkpoint)
+        vocab_file, lower_case = ckpt.vocab_file, ckpt.lower_case
+    model = build_model(cfg, load_vocab(vocab_file))
+    ids = np.array([[2, 5, 6, 3]], "int32")
+    x = {"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": np.zeros_like(ids),
+         "masked_lm_positions": np.ones([1, cfg.max_predictions_per_seq], "int32")}
+    if cfg.span_boundary_objective:
+        from tfbert.models.pretrainer import SPAN_INPUTS
+
+        x.update({name: np.ones([1, cfg.max_predictions_per_seq], "int32") for name in SPAN_INPUTS})
+    model(x)  # build the variables, then load the saved ones into them
+    model.load_weights(weights)
+    out = export_dir or os.path.join(model_dir, f"pretrained-step-{step}")
+    model.save_checkpoint(out, vocab_file, lower_case, source=f"tools/pretrain.py step {step} ({weights})")
+    print(f"Wrote the weights of step {step} as a tfbert checkpoint directory: {out}")
+    return out
+
+
 def main(argv):
     del argv
+    if FLAGS.export_step is not None:
+        if not FLAGS.model_dir:
+            print("pretrain: error: --export_step needs --model_dir.", file=sys.stderr)
+            sys.exit(1)
+        try:
+            export_step(FLAGS.model_dir, FLAGS.export_step, FLAGS.export_dir)
+        except (ValueError, FileNotFoundError) as e:
+            print(f"pretrain: error: {e}", file=sys.stderr)
+            sys.exit(1)
+        return
     try:
         cfg = config_from_flags()
         validate(cfg)

@@ -188,18 +188,88 @@ def test_memory_does_not_grow_with_the_corpus(tokenizer, tmp_path):
     def peak_bytes(num_docs):
         corpus = tmp_path / f"c{num_docs}.txt"
         corpus.write_text("\n\n".join(docs[i % len(docs)] for i in range(num_docs)), encoding="utf-8")
-        write_pretraining_data(str(corpus), str(tmp_path / "warm"), tokenizer, max_seq_length=32,
-                               buffer_documents=40, log=lambda *_: None)  # trace outside the measure
+        bounds = dict(max_seq_length=32, buffer_documents=40, random_next_pool=100,
+                      bucket_instances=500, log=lambda *_: None)
+        write_pretraining_data(str(corpus), str(tmp_path / "warm"), tokenizer, **bounds)  # trace
         tracemalloc.start()
         meta = write_pretraining_data(str(corpus), str(tmp_path / f"o{num_docs}"), tokenizer,
-                                      max_seq_length=32, buffer_documents=40, log=lambda *_: None)
+                                      **bounds)
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         return peak, meta["instances"]
 
     # Both corpora cycle through all 600 documents, so the buffers hold the
-    # same kinds of documents; only the number of buffers differs.
+    # same kinds of documents; only the number of buffers and buckets differs.
     small, small_n = peak_bytes(600)
     large, large_n = peak_bytes(2400)
     assert large_n > 3.5 * small_n
     assert large < 1.2 * small, (small, large)
+
+
+def test_shards_are_mixed_whatever_the_corpus_order(two_sources, tokenizer, tmp_path):
+    meta = write_pretraining_data(two_sources.path, str(tmp_path), tokenizer, max_seq_length=32,
+                                  num_shards=3, dupe_factor=2, bucket_instances=1500, random_next_pool=200,
+                                  log=lambda *_: None)
+    examples = two_sources.training_stream(str(tmp_path / "*.tfrecord"))
+    assert len(examples) == meta["instances"] // 50 * 50
+    share, shares = two_sources.assert_mixed(examples)
+    print(f"{len(examples)} examples, reference share {share:.3f}, windows of 1000: "
+          f"{min(shares):.3f}..{max(shares):.3f}")
+
+
+def test_sop_pairs_are_consecutive_segments_in_or_out_of_order():
+    docs = synthetic_documents(num_docs=300)
+    docs.append([[999000 + k for k in range(7)]])  # one sentence: split inside it
+    builder = InstanceBuilder(max_seq_length=40, short_seq_prob=0.1, rng=random.Random(2),
+                              next_sentence_task="sop")
+    instances = [i for d in range(len(docs)) for i in builder.from_document(docs, d)]
+    labels = [r for _, _, r in instances]
+    assert len(instances) > 200 and 0.47 < np.mean(labels) < 0.53
+    streams = {doc[0][0] // 1000: [t for s in doc for t in s] for doc in docs}
+    for a, b, swapped in instances:
+        assert a and b and len(a) + len(b) <= 37
+        first, second = (b, a) if swapped else (a, b)
+        doc = {t // 1000 for t in a + b}
+        assert len(doc) == 1  # always the same document, never a random one
+        stream = streams[doc.pop()]
+        # In order, the two segments are one contiguous run of the document.
+        start = stream.index(first[0])
+        assert stream[start:start + len(first) + len(second)] == first + second
+    assert any(a[0] >= 999000 for a, _, _ in instances)
+
+
+def test_sop_data_and_the_task_check_of_the_reader(small_corpus, tokenizer, tmp_path):
+    meta = write_pretraining_data(small_corpus, str(tmp_path), tokenizer, max_seq_length=64,
+                                  next_sentence_task="sop", log=lambda *_: None)
+    assert meta["next_sentence_task"] == "sop" and meta["use_nsp"]
+    assert abs(meta["random_next"] / meta["instances"] - 0.5) < 0.03
+    masker = MaskedLMMasker.from_vocab(str(VOCAB), max_predictions=8)
+    files = str(tmp_path / "*.tfrecord")
+    _, y = next(iter(pretraining_dataset(files, 8, masker=masker)))
+    assert y["next_sentence_labels"].shape == (8,)
+    with pytest.raises(ValueError, match="next_sentence_task=sop; training asks for nsp"):
+        pretraining_dataset(files, 8, masker=masker, next_sentence_task="nsp")
+    x, y = next(iter(pretraining_dataset(files, 8, masker=masker, use_nsp=False)))
+    assert "next_sentence_labels" not in y  # MLM only on pair data is fine
+    with pytest.raises(ValueError, match="conflicts"):
+        InstanceBuilder(32, use_nsp=False, next_sentence_task="sop")
+
+
+def test_eval_split_holds_out_whole_documents(small_corpus, tokenizer, tmp_path):
+    meta = write_pretraining_data(small_corpus, str(tmp_path), tokenizer, max_seq_length=64,
+                                  eval_fraction=0.2, log=lambda *_: None)
+    held = json.loads((tmp_path / "eval" / pretraining.METADATA_FILE).read_text())
+    assert held["split"] == "eval" and meta["eval_instances"] == held["instances"] > 10
+    assert 0.1 < held["documents"] / (held["documents"] + meta["documents"]) < 0.3
+    assert not list(tmp_path.glob(".tmp-*"))  # temporary buckets are gone
+
+    def texts(directory):
+        return {tf.train.Example.FromString(r.numpy()).features.feature["input_word_ids"]
+                .int64_list.value[1:6].__repr__() for r in tf.data.TFRecordDataset(
+                    sorted(str(p) for p in directory.glob("*.tfrecord")))}
+    # Held-out documents give no training instance (segment A never shared).
+    assert len(texts(tmp_path / "eval") & texts(tmp_path)) < 0.05 * held["instances"]
+    # Rewritten without a split: the old one is gone, not evaluated as this run's.
+    write_pretraining_data(small_corpus, str(tmp_path), tokenizer, max_seq_length=64,
+                           eval_fraction=0.0, log=lambda *_: None)
+    assert not list((tmp_path / "eval").iterdir())

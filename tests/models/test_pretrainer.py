@@ -211,3 +211,20 @@ def test_span_boundary_objective(tiny_config, tmp_path, uncased_vocab_file):
     model.save_checkpoint(str(tmp_path / "sbo"), uncased_vocab_file, lower_case=True)
     loaded = BertPretrainer.from_checkpoint(str(tmp_path / "sbo"), use_nsp=False, use_sbo=True)
     np.testing.assert_allclose(loaded(x)["sbo_logits"], model(x)["sbo_logits"], atol=1e-5)
+
+
+def test_sentence_order_prediction_uses_the_binary_head(tiny_config, tmp_path, uncased_vocab_file):
+    model = BertPretrainer(BertEncoder(tiny_config.replace(vocab_size=VOCAB)),
+                           next_sentence_task="sop")
+    assert model.use_nsp and model.nsp_head is not None
+    x, y = make_batch()
+    model.compile(optimizer=keras.optimizers.SGD(0.1))
+    logs = model.train_on_batch(x, y, return_dict=True)
+    assert {"sop_loss", "sop_accuracy", "mlm_loss"} <= set(logs) and "nsp_loss" not in logs
+    # The head keeps its checkpoint name, so SOP weights load as a binary head.
+    model.save_checkpoint(str(tmp_path / "sop"), uncased_vocab_file, lower_case=True)
+    loaded = BertPretrainer.from_checkpoint(str(tmp_path / "sop"), next_sentence_task="sop")
+    np.testing.assert_allclose(loaded(x)["nsp_logits"], model(x)["nsp_logits"], atol=1e-5)
+    assert BertPretrainer.from_config(model.get_config()).next_sentence_task == "sop"
+    assert BertPretrainer(BertEncoder(tiny_config.replace(vocab_size=VOCAB)),
+                          use_nsp=False).next_sentence_task == "none"

@@ -1,6 +1,7 @@
 """End to end: create_pretraining_data + pretrain as real subprocesses.
 
-Slow: pretraining a tiny model until the MLM loss halves, and a run that is
+Default suite: SOP data with a held-out split evaluated every epoch, and a
+saved step exported as a tfbert checkpoint directory. Slow: pretraining a tiny model until the MLM loss halves, and a run that is
 SIGKILLed mid-training and resumed from its checkpoint.
 """
 
@@ -200,3 +201,46 @@ def test_static_masks_from_the_data_tool(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads((model_dir / "summary.json").read_text())["step"] == 20
+
+
+def test_sop_with_held_out_eval_each_epoch_and_export_of_a_saved_step(tmp_path):
+    docs = (DATA / "corpus.txt").read_text(encoding="utf-8").split("\n\n")[:120]
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n\n".join(docs) + "\n", encoding="utf-8")
+    data = tmp_path / "data"
+    made = subprocess.run(
+        tool("create_pretraining_data.py", f"--input_files={corpus}", f"--vocab_file={VOCAB}",
+             f"--output_dir={data}", "--max_seq_length=48", "--next_sentence_task=sop",
+             "--eval_fraction=0.15"),
+        env=ENV, timeout=300, capture_output=True, text=True,
+    )
+    assert made.returncode == 0, made.stderr[-2000:]
+    assert "swapped" in made.stdout and "held out in eval/" in made.stdout
+    model_dir = tmp_path / "run"
+    result = subprocess.run(
+        pretrain_flags(str(data / "*.tfrecord"), model_dir, 20, 10, "--next_sentence_task=sop",
+                       "--set", "encoder_overrides.num_layers=1", "--batch_size=8",
+                       "--nojit_compile"),
+        env=ENV, timeout=600, capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"evaluating {data / 'eval' / '*.tfrecord'}" in result.stdout
+    rows = read_log(model_dir)
+    assert len(rows) == 2
+    for key in ("val_mlm_accuracy", "val_mlm_loss", "val_sop_accuracy", "val_sop_loss",
+                "sop_accuracy"):
+        assert 0.0 <= float(rows[-1][key]) < 10.0, key
+    assert float(rows[-1]["val_mlm_loss"]) < float(rows[0]["val_mlm_loss"])
+
+    # The weights of step 10 (a periodic checkpoint) as a tfbert checkpoint dir.
+    result = subprocess.run(tool("pretrain.py", f"--model_dir={model_dir}", "--export_step=10"),
+                            env=ENV, timeout=300, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    from tfbert import checkpoint
+
+    ckpt = checkpoint.read_checkpoint(str(model_dir / "pretrained-step-10"))
+    assert ckpt.prefixed_weights("nsp") and ckpt.prefixed_weights("mlm")
+    final = checkpoint.read_checkpoint(str(model_dir / "pretrained"))
+    assert ckpt.encoder_weights().keys() == final.encoder_weights().keys()
+    assert any((ckpt.encoder_weights()[k] != final.encoder_weights()[k]).any()
+               for k in final.encoder_weights())  # step 10 is not step 20

@@ -4,6 +4,7 @@ import json
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from tfbert.train import callbacks as cb
 
@@ -124,3 +125,37 @@ def test_sigterm_on_an_epochs_last_step_keeps_the_epoch_end_backup(tmp_path):
     assert cb.resume_point(model_dir) == (2, 0)
     rows = (tmp_path / "run" / "log.csv").read_text().strip().split("\n")
     assert [r.split(",")[0] for r in rows[1:]] == ["0", "1"]
+
+
+def test_loss_spike_warning_keeps_the_weights_from_before_the_jump(tmp_path):
+    # A real fit whose targets flip sign at step 400: the loss jumps from the
+    # noise floor (~1) to several times it. Noisy targets keep the floor
+    # steady, so the steps before the flip raise no false alarm.
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(600 * 16, 3)).astype("float32")
+    w = np.array([[1.0], [-2.0], [0.5]], "float32")
+    y = x @ w + rng.normal(size=(600 * 16, 1)).astype("float32")
+    y[400 * 16:] = -(x[400 * 16:] @ w) + rng.normal(size=(200 * 16, 1)).astype("float32")
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse")
+    messages = []
+    directory = str(tmp_path / "ckpt")
+    spike = cb.LossSpikeWarning(threshold=0.5, checkpoint_dir=directory, log=messages.append)
+    saver = cb.PeriodicCheckpoint(directory, every_epochs=1, keep=2)
+    data = tf.data.Dataset.from_tensor_slices((x, y)).batch(16)  # 600 steps in 12 epochs of 50
+    model.fit(data, epochs=12, steps_per_epoch=50, verbose=0, callbacks=[saver, spike])
+    assert len(spike.spikes) == 1, messages
+    step, recent, level = spike.spikes[0]
+    assert 400 < step <= 420 and recent > 1.5 * level
+    assert "jumped at step" in messages[0] and "--export_step=400" in messages[0]
+    kept = tmp_path / "ckpt" / "before-spike-00000400.weights.h5"
+    assert kept.is_file()  # pruning (keep=2) removed ckpt-400, not the kept copy
+    assert not (tmp_path / "ckpt" / "ckpt-00000400.weights.h5").exists()
+    assert cb.find_checkpoint(directory, 400) == str(kept)
+    restored = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    restored.load_weights(str(kept))
+    assert np.abs(restored.get_weights()[0] - w).max() < 0.3  # fitted the first target
+    try:
+        cb.find_checkpoint(directory, 123)
+    except FileNotFoundError as e:
+        assert "saved steps: 400, 550, 600" in str(e)

@@ -6,6 +6,7 @@ import tensorflow as tf
 from keras import ops
 
 from tfbert.checkpoint import assign_weights
+from tfbert.data.pretraining import resolve_next_sentence_task
 from tfbert.encoder import INPUT_NAMES, BertEncoder
 from tfbert.layers.mlm_head import MaskedLMHead
 from tfbert.layers.nsp_head import NextSentenceHead
@@ -32,6 +33,11 @@ class BertPretrainer(keras.Model):
     averaged over real predictions only, plus the NSP cross-entropy. Metrics:
     `mlm_loss`, `mlm_accuracy`, `nsp_loss`, `nsp_accuracy`.
 
+    `next_sentence_task="sop"` trains ALBERT's sentence-order prediction
+    instead (label 1 = the two consecutive segments are swapped) with the
+    same binary head (checkpoint name `nsp/*`); its metrics are `sop_loss`
+    and `sop_accuracy`. `"none"` is `use_nsp=False`.
+
     The MLM decoder is the encoder's word-embedding variable itself (tied).
 
     `use_sbo=True` adds SpanBERT's span boundary objective: inputs
@@ -51,11 +57,13 @@ class BertPretrainer(keras.Model):
     (TensorShape([1, 2, 100]), TensorShape([1, 2]))
     """
 
-    def __init__(self, encoder, use_nsp=True, use_sbo=False, **kwargs):
+    def __init__(self, encoder, use_nsp=True, use_sbo=False, next_sentence_task=None, **kwargs):
         if isinstance(encoder, dict):
             encoder = keras.saving.deserialize_keras_object(encoder)
         super().__init__(**kwargs)
         config = encoder.config
+        self.next_sentence_task = resolve_next_sentence_task(next_sentence_task, use_nsp)
+        use_nsp = self.next_sentence_task != "none"  # the binary pair head
 
         # === Layers ===
         self.encoder = encoder
@@ -109,8 +117,9 @@ class BertPretrainer(keras.Model):
         if use_sbo:
             self.sbo_loss_tracker = keras.metrics.Mean(name="sbo_loss")
         if use_nsp:
-            self.nsp_loss_tracker = keras.metrics.Mean(name="nsp_loss")
-            self.nsp_accuracy = keras.metrics.Mean(name="nsp_accuracy")
+            task = self.next_sentence_task
+            self.nsp_loss_tracker = keras.metrics.Mean(name=f"{task}_loss")
+            self.nsp_accuracy = keras.metrics.Mean(name=f"{task}_accuracy")
 
     @property
     def config(self):
@@ -238,7 +247,7 @@ class BertPretrainer(keras.Model):
 
     @classmethod
     def from_checkpoint(cls, checkpoint_dir, use_nsp=True, use_sbo=False, dtype=None,
-                        config_overrides=None):
+                        config_overrides=None, next_sentence_task=None):
         """Encoder weights from a tfbert checkpoint dir; head weights too
         when the checkpoint has them (else fresh heads)."""
         from tfbert import checkpoint
@@ -247,7 +256,8 @@ class BertPretrainer(keras.Model):
         config = ckpt.config.replace(**config_overrides) if config_overrides else ckpt.config
         encoder = BertEncoder(config, dtype=dtype)
         encoder.set_named_weights(ckpt.encoder_weights(), source=ckpt.weights_path)
-        model = cls(encoder, use_nsp=use_nsp, use_sbo=use_sbo)
+        model = cls(encoder, use_nsp=use_nsp, use_sbo=use_sbo,
+                    next_sentence_task=next_sentence_task)
         heads = {h: ckpt.prefixed_weights(h) for h in (MLM_HEAD, NSP_HEAD, SBO_HEAD)}
         model.set_head_weights({h: w for h, w in heads.items() if w}, source=ckpt.weights_path)
         return model
@@ -257,6 +267,7 @@ class BertPretrainer(keras.Model):
             "encoder": keras.saving.serialize_keras_object(self.encoder),
             "use_nsp": self.use_nsp,
             "use_sbo": self.use_sbo,
+            "next_sentence_task": self.next_sentence_task,
             "name": self.name,
         }
 

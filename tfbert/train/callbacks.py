@@ -20,6 +20,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import signal
 import threading
 import warnings
@@ -70,6 +71,103 @@ class PeriodicCheckpoint(keras.callbacks.Callback):
             self.save_fn(self.model, step)
         for old in list_checkpoints(self.directory)[: -self.keep or None]:
             os.remove(old)
+
+
+class LossSpikeWarning(keras.callbacks.Callback):
+    """Warns when the training loss jumps well above its recent level.
+
+    The loss of each step is recovered from Keras' running epoch mean. When
+    the mean of the last `recent` steps exceeds `(1 + threshold)` times the
+    median of the `window` steps before them, it prints one warning (until
+    the loss comes back down), records the step in `spikes`, and keeps a copy
+    of the newest periodic checkpoint from before the spike as
+    `before-spike-<step>.weights.h5` in `checkpoint_dir` (periodic pruning
+    never deletes it): `tools/pretrain.py --export_step=<step>` turns it into
+    a tfbert checkpoint directory.
+
+    Example:
+    >>> cb = LossSpikeWarning(threshold=0.5, checkpoint_dir="/tmp/run/checkpoints")
+    """
+
+    def __init__(self, threshold=0.5, window=200, recent=20, checkpoint_dir=None, log=print):
+        super().__init__()
+        if threshold <= 0 or recent < 1 or window < recent:
+            raise ValueError("threshold must be > 0 and window >= recent >= 1.")
+        self.threshold = threshold
+        self.window = window
+        self.recent = recent
+        self.checkpoint_dir = checkpoint_dir
+        self.log = log
+        self.spikes = []  # (step, recent mean, level)
+        self._losses = []
+        self._previous_mean = 0.0
+        self._in_spike = False
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._previous_mean = 0.0
+
+    def on_train_batch_end(self, batch, logs=None):
+        if not logs or "loss" not in logs:
+            return
+        mean = float(logs["loss"])
+        loss = (batch + 1) * mean - batch * self._previous_mean
+        self._previous_mean = mean
+        self._losses = (self._losses + [loss])[-(self.window + self.recent):]
+        if len(self._losses) < self.window + self.recent:
+            return
+        level = sorted(self._losses[:self.window])[self.window // 2]
+        now = sum(self._losses[self.window:]) / self.recent
+        if now > (1 + self.threshold) * level and not self._in_spike:
+            self._in_spike = True
+            step = int(self.model.optimizer.iterations.numpy())
+            self.spikes.append((step, now, level))
+            # Onset: the start of the run of steps above the bar that ends the
+            # window (else its highest step); weights saved before it never
+            # saw its batch.
+            window = self._losses[self.window:]
+            bar = (1 + self.threshold) * level
+            first = len(window) - 1 if window[-1] > bar else window.index(max(window))
+            while first > 0 and window[first - 1] > bar:
+                first -= 1
+            kept = self._keep_checkpoint_before(step - self.recent + first)
+            where = (f"; weights from before it: {kept} (tools/pretrain.py --export_step="
+                     f"{_step_of(kept)} makes a tfbert checkpoint of them)" if kept else "")
+            self.log(f"Warning: the training loss jumped at step {step}: the last "
+                     f"{self.recent} steps average {now:.3f}, against {level:.3f} before"
+                     f"{where}.")
+        elif now < (1 + self.threshold / 2) * level:
+            self._in_spike = False
+
+    def _keep_checkpoint_before(self, step):
+        if not self.checkpoint_dir:
+            return None
+        before = [p for p in list_checkpoints(self.checkpoint_dir) if _step_of(p) <= step]
+        if not before:
+            return None
+        kept = os.path.join(self.checkpoint_dir,
+                            f"before-spike-{_step_of(before[-1]):08d}.weights.h5")
+        if not os.path.exists(kept):
+            shutil.copyfile(before[-1], kept + ".tmp")
+            os.replace(kept + ".tmp", kept)
+        return kept
+
+
+def _step_of(path):
+    return int(re.search(r"(\d+)\.weights\.h5$", path).group(1))
+
+
+def find_checkpoint(directory, step):
+    """The weights file of `step` in `directory` (periodic or kept before a
+    spike); the error lists the steps there are."""
+    for name in (f"ckpt-{step:08d}.weights.h5", f"before-spike-{step:08d}.weights.h5"):
+        if os.path.isfile(os.path.join(directory, name)):
+            return os.path.join(directory, name)
+    found = sorted(glob.glob(os.path.join(directory, "*.weights.h5")))
+    steps = sorted({_step_of(p) for p in found if re.search(r"\d+\.weights\.h5$", p)})
+    raise FileNotFoundError(
+        f"No checkpoint of step {step} in {directory}; saved steps: "
+        f"{', '.join(map(str, steps)) or 'none'}."
+    )
 
 
 def list_checkpoints(directory):

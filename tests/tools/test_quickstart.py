@@ -9,6 +9,7 @@ import json
 import os
 import pathlib
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -21,7 +22,9 @@ def test_main_job_writes_every_artifact_and_beats_its_baselines(tmp_path):
     out = tmp_path / "quickstart"
     result = subprocess.run(["bash", str(ROOT / "tools" / "quickstart.sh"), f"--output_dir={out}",
                              "--epochs=2"], capture_output=True, text=True, timeout=1500,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2",
+                                 # the script's `python` is this interpreter, venv or not
+                                 "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"})
     assert result.returncode == 0, result.stderr[-3000:]
     for number in range(1, 7):  # progress: each step announced
         assert f"== {number}. " in result.stdout

@@ -9,9 +9,9 @@
   model, and reaches what the same recipe in sentence-transformers/PyTorch
   reaches (same data, batch, learning rate, schedule, steps, in-batch
   negatives), within 0.02 or better.
-- The cosine loss, on pairs scored by a stated rule, lifts Spearman on the
-  trained pairs and lowers the MSE on held-out pairs (held-out Spearman is
-  printed; it stays about flat for MiniLM in 20 steps).
+- The cosine loss, on pairs of Unicode letter names scored by a stated rule
+  (same letter 1.0, another letter of the script 0.0), lifts Spearman on
+  held-out scripts.
 - The exported SavedModel, reloaded in a fresh process, returns the same
   embeddings from raw strings.
 """
@@ -20,6 +20,7 @@ import importlib
 import inspect
 import json
 import random
+import unicodedata
 
 import numpy as np
 import pytest
@@ -97,17 +98,6 @@ def write_tsv(path, header, rows):
         f.write("\t".join(header) + "\n")
         f.writelines("\t".join(str(c) for c in r) + "\n" for r in rows)
     return str(path)
-
-
-def scored_pairs(rows):
-    """The stated rule: a summary line with its own passage scores 1.0, with
-    the passage of an object from another module 0.0."""
-    out = []
-    for i, (module, query, passage) in enumerate(rows):
-        other = [r for r in rows if r[0] != module]
-        out.append((query, passage, 1.0))
-        out.append((query, random.Random(i).choice(other)[2], 0.0))
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -218,36 +208,76 @@ def test_ranking_loss_lifts_recall_like_sentence_transformers(
     np.testing.assert_allclose(got, want, atol=1e-5)
 
 
+def letter_names():
+    """`{script: [(name, letter)]}` for the Unicode letters with a case:
+    "cyrillic small letter che with diaeresis" -> ("...", "che")."""
+    out = {}
+    for code in range(0x20, 0x3000):
+        words = unicodedata.name(chr(code), "").lower().split()
+        if "letter" not in words or not {"small", "capital"} & set(words):
+            continue
+        rest = words[words.index("letter") + 1:]
+        letter = " ".join(rest[:rest.index("with")] if "with" in rest else rest)
+        if letter:
+            out.setdefault(words[0], []).append((" ".join(words), letter))
+    return out
+
+
+def letter_pairs(names, scripts, count, seed):
+    """The stated rule, on real Unicode character names: two names of the same
+    letter (any case, any diacritics) score 1.0; two names of different
+    letters of the same script score 0.0. Half and half."""
+    rng = random.Random(seed)
+    rows = []
+    while len(rows) < count:
+        pool = names[rng.choice(scripts)]
+        name, letter = rng.choice(pool)
+        if len(rows) % 2 == 0:
+            same = [n for n, l in pool if l == letter and n != name]
+            if same:
+                rows.append((name, rng.choice(same), 1.0))
+        else:
+            other, other_letter = rng.choice(pool)
+            if other_letter != letter:
+                rows.append((name, other, 0.0))
+    return rows
+
+
 def cosine_stats(model, rows):
-    """MSE of cosine against the rule's scores, and their Spearman."""
+    """Spearman of cosine against the rule's scores."""
     from tfbert.metrics.retrieval import similarity_spearman
 
     u, v = model.encode([r[0] for r in rows]), model.encode([r[1] for r in rows])
-    scores = np.array([r[2] for r in rows])
-    return float((((u * v).sum(1) - scores) ** 2).mean()), similarity_spearman(u, v, scores)
+    return similarity_spearman(u, v, np.array([r[2] for r in rows]))
 
 
-def test_cosine_loss_fits_scored_pairs(minilm_ckpt, pairs, tmp_path):
-    """The cosine loss trains: Spearman on the trained pairs and the MSE on
-    held-out pairs improve. (Held-out Spearman is printed, not asserted: on
-    this rule MiniLM starts near 0.77 and 20 steps leave it flat; see the
-    README notes.)"""
+def test_cosine_loss_lifts_held_out_spearman(minilm_ckpt, tmp_path):
+    """Cosine loss on scored pairs of Unicode letter names: trained on Latin,
+    Greek and Coptic, scored on held-out scripts (Cyrillic, Armenian,
+    Georgian, Glagolitic). MiniLM starts by rating "small letter che" and
+    "small letter ze" alike; 30 steps teach it the rule, and the held-out
+    Spearman rises to the ceiling: against half-1, half-0 scores a perfect
+    ranking has Spearman sqrt(3)/2 = 0.866 (measured 0.807 -> 0.866; another
+    sample of pairs 0.724 -> 0.866)."""
+    names = letter_names()
     header = ("text", "text_b", "score")
-    train_rows = scored_pairs(pairs[DEV:])[:640]  # 20 steps x 32: each pair seen once
-    dev_rows = scored_pairs(pairs[:DEV])  # held-out objects
+    train_rows = letter_pairs(names, ["latin", "greek", "coptic"], 30 * 32, seed=1)
+    dev_rows = letter_pairs(names, ["cyrillic", "armenian", "georgian", "glagolitic"], 400, seed=2)
     task = SentenceEmbeddingTask({
         "train_file": write_tsv(tmp_path / "train.tsv", header, train_rows),
         "dev_file": write_tsv(tmp_path / "dev.tsv", header, dev_rows),
         "loss": "cosine", "text_column": "text", "text_b_column": "text_b",
-        "score_column": "score", "seq_length": SEQ})
-    untrained = SentenceEncoder.from_pretrained(minilm_ckpt, seq_length=SEQ)
+        "score_column": "score", "seq_length": 24})
+    untrained = SentenceEncoder.from_pretrained(minilm_ckpt, seq_length=24)
     before_train, before_dev = cosine_stats(untrained, train_rows), cosine_stats(untrained, dev_rows)
     result = finetune(task, TrainConfig(batch_size=32, learning_rate=1e-4, epochs=1,
-                                        steps_per_epoch=20, jit_compile=False, seed=0, verbose=0),
+                                        steps_per_epoch=30, jit_compile=False, seed=0, verbose=0),
                       str(tmp_path / "run"), init_checkpoint=minilm_ckpt)
     after_train, after_dev = cosine_stats(result.model, train_rows), cosine_stats(result.model, dev_rows)
-    print(f"cosine loss: trained pairs Spearman {before_train[1]:.3f} -> {after_train[1]:.3f}, "
-          f"held-out MSE {before_dev[0]:.3f} -> {after_dev[0]:.3f}, held-out Spearman "
-          f"{before_dev[1]:.3f} -> {after_dev[1]:.3f} (task dev score {result.best_score:.3f})")
-    assert after_train[1] > before_train[1]
-    assert after_dev[0] < before_dev[0]
+    print(f"cosine loss: trained pairs Spearman {before_train:.3f} -> {after_train:.3f}, "
+          f"held-out scripts {before_dev:.3f} -> {after_dev:.3f} "
+          f"(task dev score {result.best_score:.3f})")
+    assert after_train > before_train + 0.05
+    assert after_dev > before_dev + 0.03
+    assert after_dev > 0.85  # near the ceiling: held-out pairs nearly all ranked right
+    assert result.best_score == pytest.approx(after_dev, abs=1e-3)

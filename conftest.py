@@ -19,3 +19,14 @@ def _doctest_names(doctest_namespace):
 
     doctest_namespace.update(np=np, tf=tf, keras=keras, tfbert=tfbert, BertConfig=BertConfig,
                              BertEncoder=BertEncoder, BertPreprocessor=BertPreprocessor)
+
+
+@pytest.fixture(autouse=True)
+def _doctest_temp_dirs(request, monkeypatch):
+    # Docstring examples write with tempfile.mkdtemp(); under pytest they
+    # write into the test's own temporary directory, removed when it passes,
+    # instead of leaving exports and checkpoints in /tmp.
+    if type(request.node).__name__ == "DoctestItem":
+        import tempfile
+
+        monkeypatch.setattr(tempfile, "tempdir", str(request.getfixturevalue("tmp_path")))

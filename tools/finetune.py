@@ -27,6 +27,7 @@ import dataclasses
 import itertools
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -192,6 +193,7 @@ def main(argv):
     predictions_dir = cfg.model_dir if is_chief() else tempfile.mkdtemp(prefix="tfbert-worker-")
     written = best.task.write_predictions(best.model, best.dev, predictions_dir)
     if not is_chief():
+        shutil.rmtree(predictions_dir, ignore_errors=True)
         return 0
     out = best.task.export(best.model, export_dir)
     summary = {"task": FLAGS.task, "main_metric": best.main_metric, "best_score": best.best_score,

@@ -180,6 +180,8 @@ def test_sigterm_to_one_worker_stops_both_at_one_step_and_the_rerun_redoes_none(
 @pytest.mark.slow
 def test_finetune_two_workers(tmp_path, tf_configs, uncased_vocab_file):
     model_dir, export_dir = tmp_path / "run", tmp_path / "export" / "1"
+    scratch = tmp_path / "tmp"  # the workers' TMPDIR: the non-chief's scratch files go
+    scratch.mkdir()
     procs = []
     for i, config in enumerate(tf_configs()):
         cmd = [sys.executable, str(ROOT / "tools" / "finetune.py"), "--task=classification",
@@ -189,8 +191,9 @@ def test_finetune_two_workers(tmp_path, tf_configs, uncased_vocab_file):
                "--set", "preset=tiny", "--set", f"vocab_file={uncased_vocab_file}",
                "--set", "train.epochs=2", "--set", "train.tensorboard=false"]
         log = open(tmp_path / f"worker{i}.log", "w")
-        procs.append(subprocess.Popen(cmd, env={**ENV, "TF_CONFIG": config}, cwd=ROOT,
-                                      stdout=log, stderr=subprocess.STDOUT))
+        env = {**ENV, "TF_CONFIG": config, "TMPDIR": str(scratch)}
+        procs.append(subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=log,
+                                      stderr=subprocess.STDOUT))
     codes = wait_all(procs, timeout=400)
     logs = [(tmp_path / f"worker{i}.log").read_text() for i in range(2)]
     assert codes == [0, 0], "\n".join(text[-2000:] for text in logs)
@@ -199,3 +202,5 @@ def test_finetune_two_workers(tmp_path, tf_configs, uncased_vocab_file):
     assert os.path.isfile(export_dir / "saved_model.pb")  # exported once, by the chief
     assert json.loads((model_dir / "results.json").read_text())["export_dir"] == str(export_dir)
     assert epochs_logged(model_dir) == [0, 1]
+    # The non-chief's best weights and predictions lived in scratch dirs: gone.
+    assert not list(scratch.glob("tfbert-worker-*"))

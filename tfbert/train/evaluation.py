@@ -17,6 +17,7 @@ Example:
 """
 
 import os
+import shutil
 import tempfile
 
 import keras
@@ -79,8 +80,12 @@ def fit_keeping_best(model, make_dataset, evaluate, main_metric, model_dir, epoc
                                         save_best_only=True, save_weights_only=True),
     ] + train_callbacks.training_callbacks(model_dir, keep_checkpoints=1,
                                            tensorboard=tensorboard) + list(extra_callbacks)
-    train_callbacks.fit_resumable(model, make_dataset, callbacks, epochs, steps_per_epoch,
-                                  verbose=verbose)
-    if os.path.isfile(best_path):
-        model.load_weights(best_path)
+    try:
+        train_callbacks.fit_resumable(model, make_dataset, callbacks, epochs, steps_per_epoch,
+                                      verbose=verbose)
+        if os.path.isfile(best_path):
+            model.load_weights(best_path)
+    finally:
+        if best_dir != model_dir:
+            shutil.rmtree(best_dir, ignore_errors=True)
     return evaluation

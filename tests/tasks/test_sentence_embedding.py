@@ -94,8 +94,7 @@ def test_training_batches_cut_to_bucket_or_longest(files, vocab):
     """While training, batches are cut to their longest text (a bucket width
     under XLA): the embeddings equal those of fixed padding."""
     from tfbert.encoder import BertEncoder
-    from tfbert.tasks.sentence_embedding import trim_to_longest
-    from tfbert.text.packer import trim_to_bucket
+    from tfbert.text.packer import trim_to_bucket, trim_to_longest
     from tfbert.text.preprocessor import BertPreprocessor
 
     task = get_task("sentence_embedding")({"loss": "ranking", "text_column": "query",

@@ -10,6 +10,7 @@ from keras import ops
 
 from tfbert import checkpoint
 from tfbert.encoder import INPUT_NAMES, BertEncoder
+from tfbert.text.packer import trim_to_longest
 from tfbert.text.preprocessor import BertPreprocessor
 
 POOLING = ("mean", "cls", "max")
@@ -113,10 +114,7 @@ class SentenceEncoder(keras.Model):
         """Graph ops: tf.string `[batch]` -> `[batch, dim]`; each batch is padded
         to its longest text (not to `seq_length`), so short texts cost little.
         Used by `encode` and by the exported `serving_default`."""
-        inputs = self.preprocessor(texts)
-        longest = tf.maximum(tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=1)), 1)
-        inputs = {k: v[:, :longest] for k, v in inputs.items()}
-        return self(inputs, training=False)
+        return self(trim_to_longest(self.preprocessor(texts)), training=False)
 
     def encode(self, texts, batch_size=32, show_progress=None):
         """NumPy float32 `[n, dim]` embeddings of a list of strings, in input order.

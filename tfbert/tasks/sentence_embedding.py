@@ -40,7 +40,7 @@ from tfbert.losses import (CosineSimilarityLoss, MultipleNegativesRankingLoss, S
 from tfbert.metrics import retrieval
 from tfbert.models.sentence_encoder import SentenceEncoder
 from tfbert.tasks.base import Task
-from tfbert.text.packer import trim_to_bucket
+from tfbert.text.packer import trim_to_bucket, trim_to_longest
 
 Column = Optional[Union[str, int]]
 LOSSES = ("ranking", "cosine", "softmax", "triplet")
@@ -71,12 +71,6 @@ class SentenceEmbeddingConfig:
     scale: float = 20.0  # ranking: cosine scale (sentence-transformers' default)
     margin: float = 5.0  # triplet: Euclidean margin (sentence-transformers' default)
     seq_length: int = 128
-
-
-def trim_to_longest(inputs):
-    """Encoder inputs cut to the batch's longest sequence (at least 2 columns)."""
-    longest = tf.maximum(tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=1)), 2)
-    return {k: v[:, :longest] for k, v in inputs.items()}
 
 
 class SentenceEmbeddingTask(Task):

@@ -237,3 +237,18 @@ def trim_to_bucket(inputs, buckets=BUCKETS):
     fits = tf.logical_and(widths >= longest, widths <= width)
     target = tf.reduce_min(tf.where(fits, widths, width))
     return {name: value[:, :target] for name, value in inputs.items()}
+
+
+def trim_to_longest(inputs):
+    """Cuts packed inputs (dict of `[batch, width]` with a left-aligned
+    `input_mask`) to the batch's longest sequence (at least the 2 columns of
+    `[CLS] [SEP]`): exact lengths, for paths without XLA. Core ops only.
+
+    Example:
+    >>> mask = tf.constant([[1, 1, 1] + [0] * 37, [1] * 20 + [0] * 20])
+    >>> x = {"input_word_ids": mask, "input_mask": mask, "input_type_ids": 0 * mask}
+    >>> trim_to_longest(x)["input_mask"].shape
+    TensorShape([2, 20])
+    """
+    longest = tf.maximum(tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=1)), 2)
+    return {name: value[:, :longest] for name, value in inputs.items()}

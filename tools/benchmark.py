@@ -39,7 +39,14 @@ def main(argv):
     del argv
     unknown = sorted(set(FLAGS.what) - set(BENCHMARKS))
     if unknown:
-        raise app.UsageError(f"Unknown benchmark(s) {unknown}; choose from {list(BENCHMARKS)}.")
+        sys.exit(f"benchmark: error: unknown benchmark(s) {unknown}; "
+                 f"choose from {list(BENCHMARKS)}.")
+    if FLAGS.json and not (FLAGS.peers or "peers" in FLAGS.what):
+        sys.exit("benchmark: error: --json holds the --peers figures; add --peers.")
+    for flag in ("output", "json"):  # fail now, not after minutes of measuring
+        path = getattr(FLAGS, flag)
+        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            sys.exit(f"benchmark: error: --{flag}={path}: its directory does not exist.")
     import tensorflow as tf
 
     what = ["peers"] if FLAGS.peers else FLAGS.what

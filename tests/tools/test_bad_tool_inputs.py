@@ -52,6 +52,13 @@ def case(tmp, name):
         "predict: body not JSON": (
             "predict.py", [f"--saved_model_dir={tmp / 'nomodel'}", f"--request={body}"],
             r"nomodel|JSON"),
+        "benchmark: --json without --peers": (
+            "benchmark.py", [f"--json={tmp / 'p.json'}"], r"--json .*add --peers"),
+        "benchmark: --json into a missing directory": (
+            "benchmark.py", ["--peers", f"--json={tmp / 'nodir' / 'p.json'}"],
+            r"nodir.*does not exist"),
+        "benchmark: unknown benchmark": (
+            "benchmark.py", ["--what=encoder,nope"], r"unknown benchmark.*nope"),
         "visualize: no run": (
             "visualize.py", ["--kind=curves", f"--model_dir={tmp / 'norun'}",
                              f"--output={tmp / 'c.png'}"], r"norun"),
@@ -61,7 +68,9 @@ def case(tmp, name):
 NAMES = ["finetune: batch_size lots", "finetune: YAML syntax", "finetune: missing train file",
          "pretrain: no train files", "pretrain: steps not a multiple",
          "create_pretraining_data: missing corpus", "export: not a checkpoint",
-         "convert: missing input", "predict: body not JSON", "visualize: no run"]
+         "convert: missing input", "predict: body not JSON", "benchmark: --json without --peers",
+         "benchmark: --json into a missing directory", "benchmark: unknown benchmark",
+         "visualize: no run"]
 
 
 @pytest.mark.slow

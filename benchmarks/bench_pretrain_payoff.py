@@ -2,7 +2,7 @@ r"""The payoff of pretraining: dev accuracy of a fine-tuned `tiny` model
 against pretraining steps (0 = random init), on text every machine has.
 
     python tools/benchmark.py --what=pretrain_payoff
-    python benchmarks/bench_pretrain_payoff.py --steps=250,500,1000,2000 --plot=payoff.png
+    python benchmarks/bench_pretrain_payoff.py --steps=2500,5000,10000,15000 --plot=payoff.png
 
 1. Corpus (unlabelled): the docstrings of the Python standard library's
    source files, the Python language reference (`pydoc_data`) and the text
@@ -16,9 +16,12 @@ against pretraining steps (0 = random init), on text every machine has.
    (tools/pretrain.py) whose saved steps become tfbert checkpoints
    (`--export_step`), each fine-tuned with the recipe for its size
    (`tfbert.train.recipe`: lr 1e-3, epochs for >= 300 steps), and once from
-   random init. The tools run as subprocesses, as a user would run them.
+   random init, at two label budgets: a few labels (`--train_sizes`, default
+   250 sentences, the first of the shuffled train file) and all 1,400. The
+   tools run as subprocesses, as a user would run them.
 
-Writes a table (the lines returned) and a PNG of dev accuracy against steps.
+Writes a table (the lines returned) and a PNG of dev accuracy against steps,
+one curve per label budget.
 """
 
 import ast
@@ -171,44 +174,64 @@ def tool(name, *flags):
     return result.stdout
 
 
-def finetune_dev_accuracy(work, name, seeds, learning_rate=None, epochs=None, **source):
+def train_subset(work, size):
+    """`train.tsv` cut to its first `size` rows (the file is shuffled); None: all."""
+    if not size:
+        return os.path.join(work, "train.tsv")
+    with open(os.path.join(work, "train.tsv"), encoding="utf-8") as f:
+        lines = f.readlines()
+    if size >= len(lines) - 1:
+        return os.path.join(work, "train.tsv")
+    path = os.path.join(work, f"train_{size}.tsv")
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(lines[:size + 1])
+    return path
+
+
+def finetune_dev_accuracy(work, name, seeds, learning_rate=None, epochs=None, train_size=None,
+                          **source):
     import keras
 
     from tfbert.tasks.classification import ClassificationTask
     from tfbert.tasks.runner import TrainConfig, finetune
 
     scores, summary = [], None
+    train_file = train_subset(work, train_size)
     for seed in seeds:
-        task = ClassificationTask(dict(train_file=os.path.join(work, "train.tsv"),
+        task = ClassificationTask(dict(train_file=train_file,
                                        dev_file=os.path.join(work, "dev.tsv"), seq_length=64))
         train = TrainConfig(batch_size=32, seed=seed, verbose=0, tensorboard=False,
                             learning_rate=learning_rate, epochs=epochs)  # None: the recipe
         result = finetune(task, train,
-                          os.path.join(work, "ft", f"{name}-{seed}"), **source)
+                          os.path.join(work, "ft", f"{name}-{train_size or 'all'}-{seed}"),
+                          **source)
         scores.append(result.best_score)
         summary = result.summary
         keras.backend.clear_session()
     return scores, summary
 
 
-def plot(points, path, title):
+def plot(curves, path, title):
+    """`curves`: `{label: [(step, [score per seed]), ...]}`, step 0 = random init."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    steps = [p[0] for p in points]
-    means = [sum(p[1]) / len(p[1]) for p in points]
-    fig, ax = plt.subplots(figsize=(5.5, 3.5), dpi=100)
-    for step, scores in points:
-        ax.scatter([step] * len(scores), scores, color="#999999", s=12, zorder=2)
-    ax.plot(steps, means, marker="o", color="#1f77b4", zorder=3, label="mean over seeds")
-    ax.axhline(means[0], color="#d62728", linestyle="--", linewidth=1, label="random init")
+    fig, ax = plt.subplots(figsize=(6, 3.8), dpi=100)
+    for (label, points), color in zip(curves.items(), ("#1f77b4", "#ff7f0e", "#2ca02c")):
+        steps = [p[0] for p in points]
+        means = [sum(p[1]) / len(p[1]) for p in points]
+        for step, scores in points:
+            ax.scatter([step] * len(scores), scores, color="#999999", s=12, zorder=2)
+        ax.plot(steps, means, marker="o", color=color, zorder=3, label=f"{label} (mean)")
+        ax.axhline(means[0], color=color, linestyle="--", linewidth=1,
+                   label=f"{label}: random init")
     ax.set_xlabel("pretraining steps (tiny, batch 32 x 64)")
     ax.set_ylabel("dev accuracy (5 classes)")
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="lower right", fontsize=7)
     fig.tight_layout()
     tmp = path + ".tmp.png"
     fig.savefig(tmp)
@@ -216,7 +239,8 @@ def plot(points, path, title):
     plt.close(fig)
 
 
-def run(steps=(250, 500, 1000, 2000), seeds=(1, 2), plot_path=None, work=None, vocab_size=8000):
+def run(steps=(2500, 5000, 10000, 15000), seeds=(1, 2), plot_path=None, work=None,
+        vocab_size=8000, train_sizes=(250, None)):
     """Returns the report lines; writes the PNG to `plot_path` (default: in the work dir)."""
     work = work or tempfile.mkdtemp(prefix="bench_payoff_")
     os.makedirs(work, exist_ok=True)
@@ -239,7 +263,7 @@ def run(steps=(250, 500, 1000, 2000), seeds=(1, 2), plot_path=None, work=None, v
          f"--model_dir={work}/pretrain", f"--num_train_steps={steps[-1]}",
          f"--steps_per_epoch={every}", "--set", f"keep_checkpoints={len(steps) + 1000}",
          "--set", "verbose=2", "--set", "max_predictions_per_seq=10",
-         "--set", f"num_warmup_steps={min(100, steps[-1] // 10)}")
+         "--set", f"num_warmup_steps={min(300, steps[-1] // 10)}")
     timings["pretrain"] = time.perf_counter() - t
     for step in steps[:-1]:
         tool("pretrain.py", f"--model_dir={work}/pretrain", f"--export_step={step}")
@@ -250,15 +274,19 @@ def run(steps=(250, 500, 1000, 2000), seeds=(1, 2), plot_path=None, work=None, v
 
     config = read_checkpoint(checkpoints[steps[-1]]).config
     t = time.perf_counter()
-    points = []
-    scores, summary = finetune_dev_accuracy(work, "random", seeds, encoder_config=config,
-                                            vocab_file=f"{work}/vocab.txt")
-    points.append((0, scores))
-    for step in steps:
-        points.append((step, finetune_dev_accuracy(work, f"step{step}", seeds,
-                                                   init_checkpoint=checkpoints[step])[0]))
+    curves, recipes = {}, {}
+    for size in train_sizes:
+        label = f"{size or counts['train']} labels"
+        scores, summary = finetune_dev_accuracy(work, "random", seeds, encoder_config=config,
+                                                vocab_file=f"{work}/vocab.txt", train_size=size)
+        points = [(0, scores)]
+        for step in steps:
+            points.append((step, finetune_dev_accuracy(work, f"step{step}", seeds,
+                                                       init_checkpoint=checkpoints[step],
+                                                       train_size=size)[0]))
+        curves[label] = points
+        recipes[label] = "; ".join(f"{k} {v}" for k, v in summary["recipe"].items())
     timings["finetune"] = time.perf_counter() - t
-    recipe = "; ".join(f"{k} {v}" for k, v in (summary or {}).get("recipe", {}).items())
 
     import csv
 
@@ -268,26 +296,30 @@ def run(steps=(250, 500, 1000, 2000), seeds=(1, 2), plot_path=None, work=None, v
     title = (f"tiny: {counts['corpus_mb']:.1f} MB corpus; task "
              f"{counts['train']} train / {counts['dev']} dev sentences")
     plot_path = plot_path or os.path.join(work, "pretraining_payoff.png")
-    plot(points, plot_path, title)
+    plot(curves, plot_path, title)
     lines = [
         f"corpus: {counts['documents']} documents, {counts['corpus_mb']:.1f} MB "
         f"(stdlib docstrings minus the task's modules, language reference, /usr/share/doc); "
         f"vocab {vocab_size}",
         f"task: {len(counts['classes'])} classes {counts['classes']}, "
         f"{counts['train']} train / {counts['dev']} dev sentences",
-        f"pretraining (tiny, batch 32 x 64, lr 2e-3): {steps[-1]} steps in "
+        f"pretraining (tiny, batch 32 x 64, lr 2e-3, warmup {min(300, steps[-1] // 10)}): "
+        f"{steps[-1]} steps in "
         f"{timings['pretrain']:.0f} s; last epoch MLM acc {float(last['mlm_accuracy']):.3f}, "
         f"NSP acc {float(last['nsp_accuracy']):.3f}; held-out MLM acc "
         f"{float(last.get('val_mlm_accuracy', 'nan')):.3f}, NSP {float(last.get('val_nsp_accuracy', 'nan')):.3f}",
-        f"fine-tuning recipe: {recipe}",
+        *(f"fine-tuning recipe, {label}: {recipe}" for label, recipe in recipes.items()),
         "",
-        f"| pretraining steps | dev accuracy (mean of {len(seeds)} seeds) | per seed |",
-        "|---|---|---|",
+        "| pretraining steps | " + " | ".join(
+            f"{label}: dev accuracy (mean of {len(seeds)} seeds; per seed)" for label in curves)
+        + " |",
+        "|---|" + "---|" * len(curves),
     ]
-    for step, scores in points:
+    for i, step in enumerate([0] + steps):
         name = "0 (random init)" if step == 0 else str(step)
-        lines.append(f"| {name} | {sum(scores) / len(scores):.3f} | "
-                     f"{', '.join(f'{s:.3f}' for s in scores)} |")
+        cells = [f"{sum(p[i][1]) / len(p[i][1]):.3f} ({', '.join(f'{s:.3f}' for s in p[i][1])})"
+                 for p in curves.values()]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += ["", f"plot: {plot_path}; data, checkpoints and logs: {work}",
               f"(data {timings['data']:.0f} s, fine-tuning {timings['finetune']:.0f} s)"]
     return lines
@@ -296,15 +328,19 @@ def run(steps=(250, 500, 1000, 2000), seeds=(1, 2), plot_path=None, work=None, v
 if __name__ == "__main__":
     from absl import app, flags
 
-    flags.DEFINE_list("steps", ["250", "500", "1000", "2000"], "Pretraining steps to fine-tune from.")
+    flags.DEFINE_list("steps", ["2500", "5000", "10000", "15000"],
+                      "Pretraining steps to fine-tune from (multiples of the first).")
     flags.DEFINE_list("seeds", ["1", "2"], "Fine-tuning seeds per point.")
     flags.DEFINE_string("plot", None, "PNG path (default: in the work dir).")
     flags.DEFINE_string("work_dir", None, "Where data, runs and logs go (default: a temp dir).")
+    flags.DEFINE_list("train_sizes", ["250", "all"],
+                      "Label budgets: training sentences per fine-tuning run ('all': the file).")
 
     def main(argv):
         del argv
         F = flags.FLAGS
+        sizes = [None if s == "all" else int(s) for s in F.train_sizes]
         print("\n".join(run([int(s) for s in F.steps], [int(s) for s in F.seeds], F.plot,
-                            F.work_dir)))
+                            F.work_dir, train_sizes=sizes)))
 
     app.run(main)

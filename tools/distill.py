@@ -9,7 +9,7 @@ r"""Distils a smaller student from a teacher (DistilBERT-style).
     python tools/distill.py --mode=task --task=classification \
         --config=configs/finetune_sst2.yaml --teacher=runs/sst2/export/1700000000 \
         --init_checkpoint=checkpoints/minilm_l2 --model_dir=runs/sst2_student \
-        [--set augment_copies=4]
+        [--transfer_file=data/unlabelled.txt] [--set augment_copies=4]
 
     # 3. general distillation on the masked-LM objective (teacher: a tfbert
     #    checkpoint with mlm/* weights; data: tools/create_pretraining_data.py)
@@ -66,6 +66,9 @@ class DistillToolConfig:
     # embeddings; default: init_checkpoint), labelled by the teacher.
     augment_copies: int = 0
     augment_checkpoint: str = ""
+    # task mode: unlabelled in-domain text the teacher labels too (a .txt, one
+    # text per line, or a file in the task's format; labels are not needed).
+    transfer_file: str = ""
     # general mode: masked-LM data and schedule.
     train_files: str = ""
     max_predictions_per_seq: int = 20
@@ -83,6 +86,8 @@ flags.DEFINE_string("output_dir", None, "init_student: where to write the studen
 flags.DEFINE_string("init_checkpoint", None, "Student tfbert checkpoint.")
 flags.DEFINE_string("model_dir", None, "Run directory.")
 flags.DEFINE_string("export_dir", None, "Task mode: SavedModel destination.")
+flags.DEFINE_string("transfer_file", None, "Task mode: unlabelled text for the teacher to label "
+                    "(.txt, one text per line, or the task's format).")
 flags.DEFINE_multi_string("set", [], "Overrides, section.key=value (values parse as YAML).")
 flags.DEFINE_boolean("overwrite", False, "Start fresh in a model_dir that holds another run.")
 FLAGS = flags.FLAGS
@@ -91,7 +96,7 @@ FLAGS = flags.FLAGS
 def load_config():
     overrides = experiment.parse_overrides(FLAGS.set)
     for name in ("teacher", "every_k", "output_dir", "init_checkpoint", "model_dir",
-                 "export_dir"):
+                 "export_dir", "transfer_file"):
         if getattr(FLAGS, name) is not None:
             overrides[name] = getattr(FLAGS, name)
     return experiment.load(DistillToolConfig, FLAGS.config, overrides), overrides
@@ -143,7 +148,7 @@ def task_mode(cfg, overrides):
     task = DistillationTask(task_class(task_config), cfg.teacher, cfg.distill,
                             augment_copies=cfg.augment_copies,
                             augment_checkpoint=cfg.augment_checkpoint or cfg.init_checkpoint,
-                            seed=cfg.train.seed)
+                            seed=cfg.train.seed, transfer_file=cfg.transfer_file or None)
     random_init = student_config(cfg)
     claim_model_dir(cfg.model_dir, {"mode": "task", "task_name": FLAGS.task,
                                     **dataclasses.asdict(cfg)},
@@ -205,6 +210,8 @@ def main(argv):
     logging.set_verbosity(logging.WARNING)
     try:
         cfg, overrides = load_config()
+        if cfg.transfer_file and FLAGS.mode != "task":
+            raise ValueError(f"transfer_file is for --mode=task, not --mode={FLAGS.mode}.")
         if FLAGS.mode == "init_student":
             init_student_mode(cfg)
         elif FLAGS.mode == "task":

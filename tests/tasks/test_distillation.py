@@ -1,29 +1,40 @@
-"""Task distillation on the shipped real-sentence sentiment data: a 2-layer
-student (teacher layers 0 and 5) distilled from the fine-tuned converted
-MiniLM classifier keeps at least 95% of the teacher's dev accuracy and
-exports like any task model; the same student trained on the gold labels
-alone with the same steps is printed next to it, not asserted (see below). Its speed against the teacher is measured side
-by side in benchmarks/bench_distill.py.
+"""Task distillation on real text with headroom: which family of standard-
+library modules a docstring sentence comes from (5 classes; this machine's
+Python; `benchmarks/docstring_task.py`), with 20 gold sentences per class,
+200 unlabelled sentences per class and 60 dev sentences per class.
 
-Caveat, measured: this is one seeded run (seed 1 for teacher and students).
-With a teacher trained at seed 42 and students at seeds 1, 2, 3, 42 the
-distilled student scored 0.967, 1.000, 0.717, 0.900 against gold-only 0.967,
-1.000, 1.000, 0.933: on 60 dev sentences, distillation is not a reliable gain
-here, so "beats gold-only" is not asserted; the 95% bound guards the seeded
-path, not a general claim."""
+The teacher is the converted all-MiniLM-L6-v2 fine-tuned on the gold
+sentences. A 2-layer student (teacher layers 0 and 5) distilled from it,
+with the unlabelled sentences as a transfer set (`transfer_file`: the
+teacher labels them, soft targets only), keeps at least 95% of the
+teacher's dev accuracy and beats the same student trained on the gold
+labels alone. The comparison is honest on steps: both students take
+exactly the same optimizer steps (explicit steps_per_epoch x epochs, same
+batch size, learning-rate schedule and seed); the distilled student sees
+more distinct sentences in them, which is the point of a transfer set. Its
+speed against the teacher is measured in benchmarks/bench_distill.py.
+
+Measured (teacher seed 1, dev accuracy 0.767; 300 student steps): students
+at seeds 1, 2, 3 scored distilled 0.750, 0.740, 0.737 (96.1-97.8% of the
+teacher) against gold-only 0.650, 0.630, 0.663. This test runs seed 1
+(README, "Smaller and faster models")."""
 
 import os
+import pathlib
+import sys
 
 import numpy as np
 import pytest
 
 from tfbert.tasks.classification import ClassificationConfig, ClassificationTask
-from tfbert.tasks.distillation import DistillationTask, augment_texts
+from tfbert.tasks.distillation import DistillationTask, augment_texts, read_transfer_file
 from tfbert.tasks.runner import TrainConfig, finetune
 from tfbert.train.distill import DistillConfig, init_student
 
-TEACHER_LR = 3e-4  # 4 epochs: confident soft targets (mean logit margin ~5)
-STUDENT_LAYERS = [0, 5]
+# benchmarks/ is a top-level folder of the repository, not part of the package.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
+from benchmarks import docstring_task  # noqa: E402
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -40,38 +51,73 @@ def sentiment_task(data_dir):
         dev_file=os.path.join(data_dir, "sentiment_dev.tsv"), seq_length=32))
 
 
+def docstring_classification(data):
+    return ClassificationTask(ClassificationConfig(
+        train_file=str(data / "train.tsv"), dev_file=str(data / "dev.tsv"),
+        seq_length=docstring_task.SEQ_LENGTH))
+
+
 @pytest.mark.slow
-def test_distilled_student_keeps_teacher_accuracy(
-        tmp_path, minilm_ckpt, data_dir):
-    ckpt = minilm_ckpt
-    teacher = finetune(sentiment_task(data_dir),
-                       TrainConfig(batch_size=16, learning_rate=TEACHER_LR, epochs=4, seed=1,
-                                   jit_compile=False, verbose=0),
-                       str(tmp_path / "teacher"), init_checkpoint=ckpt,
-                       export_dir=str(tmp_path / "teacher_export"))
-    student = init_student(ckpt, str(tmp_path / "student"), layers=STUDENT_LAYERS)
-    train = TrainConfig(batch_size=16, learning_rate=3e-4, epochs=2, seed=1, jit_compile=False,
-                        verbose=0)
-    distilled = finetune(
-        DistillationTask(sentiment_task(data_dir), teacher.export_dir,
-                         DistillConfig(temperature=1.0, soft_weight=1.0, hard_weight=0.5),
-                         augment_copies=4, augment_checkpoint=ckpt),
-        train, str(tmp_path / "distilled"), init_checkpoint=student,
-        export_dir=str(tmp_path / "distilled_export"))
-    gold = finetune(sentiment_task(data_dir), train, str(tmp_path / "gold"),
-                    init_checkpoint=student)
-    print(f"dev accuracy: teacher {teacher.best_score:.3f}, distilled 2-layer student "
-          f"{distilled.best_score:.3f}, gold-only 2-layer student {gold.best_score:.3f}")
-    assert distilled.model.encoder.config.num_layers == 2
-    assert distilled.best_score >= 0.95 * teacher.best_score
-    # The student exports like any task model: strings in, labels out.
-    from tfbert.export.task_model import load_task_model
+def test_distilled_student_keeps_teacher_accuracy_and_beats_gold_only(tmp_path, minilm_ckpt):
+    import keras
     import tensorflow as tf
 
+    from tfbert.export.task_model import load_task_model
+
+    data = tmp_path / "data"
+    sizes = docstring_task.build_docstring_task(str(data), **docstring_task.TASK_SIZES)
+    assert sizes == {"train": 100, "dev": 300, "transfer": 1000}
+    teacher = finetune(docstring_classification(data),
+                       TrainConfig(**docstring_task.TEACHER_TRAIN, jit_compile=False, verbose=0),
+                       str(tmp_path / "teacher"), init_checkpoint=minilm_ckpt,
+                       export_dir=str(tmp_path / "teacher_export"))
+    keras.backend.clear_session()
+    student = init_student(minilm_ckpt, str(tmp_path / "student"),
+                           layers=docstring_task.STUDENT_LAYERS)
+    train = TrainConfig(**docstring_task.STUDENT_TRAIN, seed=1, jit_compile=False, verbose=0)
+    distilled = finetune(
+        DistillationTask(docstring_classification(data), teacher.export_dir,
+                         DistillConfig(**docstring_task.DISTILL),
+                         transfer_file=str(data / "transfer.txt")),
+        train, str(tmp_path / "distilled"), init_checkpoint=student,
+        export_dir=str(tmp_path / "distilled_export"))
+    keras.backend.clear_session()
+    gold = finetune(docstring_classification(data), train, str(tmp_path / "gold"),
+                    init_checkpoint=student)
+    print(f"dev accuracy: teacher {teacher.best_score:.3f}, distilled 2-layer student "
+          f"{distilled.best_score:.3f}, gold-only 2-layer student {gold.best_score:.3f}; "
+          f"{distilled.summary['total_steps']} student steps each")
+    assert distilled.model.encoder.config.num_layers == 2
+    assert distilled.summary["total_steps"] == gold.summary["total_steps"] == 300
+    assert teacher.best_score >= 0.6  # 5 classes: far above chance, else nothing is tested
+    assert distilled.best_score >= 0.95 * teacher.best_score
+    assert distilled.best_score >= gold.best_score + 0.03  # 9 of 300 dev sentences
+    # The student exports like any task model: strings in, labels out, and the
+    # export scores the dev file as the trained model did.
     serve = load_task_model(distilled.export_dir).signatures["serving_default"]
-    out = serve(text=tf.constant(["The soundtrack was superb .", "Sadly , the laptop was "
-                                                                "a nightmare ."]))
-    assert [s.decode() for s in out["label"].numpy()] == ["positive", "negative"]
+    dev, labels = distilled.task.task.read(str(data / "dev.tsv"))
+    predicted = np.concatenate([serve(text=tf.constant(dev.text[i:i + 64]))["label"].numpy()
+                                for i in range(0, len(dev.text), 64)])
+    names = np.array(distilled.task.label_list)
+    accuracy = float(np.mean([p.decode() for p in predicted] == names[labels]))
+    assert abs(accuracy - distilled.best_score) <= 1 / len(labels)
+
+
+def test_transfer_file_reads_lines_or_the_task_format(tmp_path):
+    task = sentiment_task(os.path.join(REPO, "tests", "data", "finetune"))
+    (tmp_path / "pool.txt").write_text("First sentence .\n\nSecond\tone , with a tab .\n")
+    assert read_transfer_file(task, str(tmp_path / "pool.txt")) == {
+        "text": ["First sentence .", "Second\tone , with a tab ."]}
+    # The task's own format and text column; no label column needed.
+    (tmp_path / "pool.tsv").write_text("id\tsentence\n1\tA fine day .\n2\tRain again .\n")
+    assert read_transfer_file(task, str(tmp_path / "pool.tsv")) == {
+        "text": ["A fine day .", "Rain again ."]}
+    (tmp_path / "bad.tsv").write_text("text\nA fine day .\n")
+    with pytest.raises(ValueError, match=r"transfer_file: .*bad.tsv, line 1: no column named "
+                                         r"'sentence'"):
+        read_transfer_file(task, str(tmp_path / "bad.tsv"))
+    with pytest.raises(FileNotFoundError, match="transfer_file: file not found"):
+        DistillationTask(task, str(tmp_path), transfer_file=str(tmp_path / "missing.txt"))
 
 
 def test_augmented_transfer_set_uses_embedding_neighbours(minilm_ckpt, tmp_path):

@@ -56,7 +56,20 @@ def test_init_student_then_general_distillation(teacher_and_data, tmp_path):
 
 def test_errors_are_one_line(teacher_and_data, tmp_path):
     teacher, _ = teacher_and_data
+    (tmp_path / "empty.txt").write_text("")
+    (tmp_path / "blank.txt").write_text("\n  \n")
+    task = ("--mode=task", f"--teacher={tmp_path}", f"--model_dir={tmp_path / 'run'}", "--set",
+            f"task.train_file={REPO}/tests/data/finetune/sentiment_train.tsv")
     for args, message in [
+            ((*task, f"--transfer_file={tmp_path / 'missing.txt'}"),
+             f"transfer_file: file not found: {tmp_path / 'missing.txt'}"),
+            ((*task, f"--transfer_file={tmp_path / 'empty.txt'}"),
+             f"transfer_file: {tmp_path / 'empty.txt'}: the file is empty"),
+            ((*task, f"--transfer_file={tmp_path / 'blank.txt'}"),
+             f"transfer_file: {tmp_path / 'blank.txt'}: no examples"),
+            (("--mode=general", f"--teacher={teacher}",
+              f"--transfer_file={tmp_path / 'blank.txt'}"),
+             "transfer_file is for --mode=task, not --mode=general"),
             ((f"--teacher={tmp_path / 'nowhere'}", f"--model_dir={tmp_path / 'run'}"),
              "Teacher export directory not found"),
             (("--mode=general", f"--teacher={teacher}", f"--model_dir={tmp_path / 'run'}"),

@@ -12,15 +12,25 @@ any task model.
 With `augment_copies > 0` the teacher also labels a transfer set made from
 the training sentences by TinyBERT-style word substitution (`augment_texts`):
 words swapped for their nearest neighbours in a checkpoint's pretrained word
-embeddings. Those rows carry soft targets only (no gold label); the number
-of training steps does not change. Supported: the classification tasks (`classification`;
+embeddings. With `transfer_file` the teacher also labels unlabelled text
+of the task's domain (`read_transfer_file`: one text per line in a `.txt`,
+or a TSV/CSV/JSONL with the task's text columns, labels not needed): the
+real lever of task distillation, text that gold-only training cannot use.
+Transfer rows carry soft targets only (weight 0 on the gold loss), and
+the number of training steps does not change: it is counted from the
+training file (epochs x examples / batch, or `steps_per_epoch`), so a
+student with a transfer set takes exactly the optimizer steps of one
+trained on the gold labels alone. Supported: the classification tasks (`classification`;
 `regression` matches the teacher's score with MSE); other tasks are refused
 with a clear error.
 """
 
+import os
+
 import numpy as np
 import tensorflow as tf
 
+from tfbert.data import readers
 from tfbert.export.task_model import load_task_model
 from tfbert.tasks.base import Task
 from tfbert.train.distill import DistillConfig, TaskDistiller
@@ -54,7 +64,7 @@ class DistillationTask:
     Everything else (dev scoring, prediction, export) is the wrapped task's."""
 
     def __init__(self, task, teacher_export, distill=None, augment_copies=0,
-                 augment_checkpoint=None, seed=0):
+                 augment_checkpoint=None, seed=0, transfer_file=None):
         if augment_copies and not augment_checkpoint:
             raise ValueError("augment_copies needs augment_checkpoint: a tfbert checkpoint "
                              "whose word embeddings give the substitutes.")
@@ -67,6 +77,9 @@ class DistillationTask:
             raise ValueError(f"Task distillation supports {list(DISTILLABLE_TASKS)}, "
                              f"not {task.name!r}.")
         self.task = task
+        # Read now: a bad file fails before the teacher loads or training starts.
+        self.transfer_file = transfer_file or None
+        self.transfer_texts = read_transfer_file(task, transfer_file) if transfer_file else None
         self.teacher_export = teacher_export
         self.distill = distill or DistillConfig()
         self._soft = {}  # path -> teacher logits
@@ -76,7 +89,8 @@ class DistillationTask:
 
     def transfer_set(self, path):
         """`(texts, gold targets, gold weights, teacher logits)` of the training
-        file plus its augmented copies (weight 0: no gold label)."""
+        file plus its augmented copies and the transfer file's texts (weight 0:
+        no gold label)."""
         if path not in self._soft:
             examples, targets = self.task.read(path)
             texts = {k: list(v) for k, v in self.task._texts(examples).items()}
@@ -88,6 +102,13 @@ class DistillationTask:
                 targets = np.concatenate([targets, np.zeros((len(extra),) + targets.shape[1:],
                                                             targets.dtype)])
                 weights = np.concatenate([weights, np.zeros(len(extra), np.float32)])
+            if self.transfer_texts:
+                for key in texts:
+                    texts[key] += self.transfer_texts[key]
+                extra = len(self.transfer_texts["text"])
+                targets = np.concatenate([targets, np.zeros((extra,) + targets.shape[1:],
+                                                            targets.dtype)])
+                weights = np.concatenate([weights, np.zeros(extra, np.float32)])
             soft = teacher_logits(self.teacher_export, texts)
             if soft.shape[1] != self.task.num_outputs:
                 raise ValueError(f"{self.teacher_export}: the teacher has {soft.shape[1]} "
@@ -118,6 +139,44 @@ class DistillationTask:
 
     def fit(self, encoder, train, model_dir, strategy, dev):
         return Task.fit(self, encoder, train, model_dir, strategy, dev)
+
+
+def read_transfer_file(task, path):
+    """The texts of an unlabelled transfer file, `{"text": [...]}` (+ `text_b`
+    for sentence pairs): a `.txt` holds one text per line (`text<TAB>text_b`
+    for pairs); any other file is read like the task's training file (its
+    format, header and text columns), and a label column, if any, is ignored.
+    Errors name the file (and line) in one line."""
+    c = task.config
+    try:
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"file not found: {path}")
+        if os.path.splitext(path)[1].lower() == ".txt" and not task.pairs:
+            return {"text": _nonblank_lines(path)}  # a tab is part of the text here
+        if os.path.splitext(path)[1].lower() == ".txt":
+            examples = readers.read_labeled_text(path, 0, text_b_column=1, format="tsv",
+                                                 header=False)
+        else:
+            examples = readers.read_labeled_text(path, c.text_column,
+                                                 text_b_column=c.text_b_column, format=c.format,
+                                                 header=c.header)
+    except (ValueError, FileNotFoundError) as e:
+        raise type(e)(f"transfer_file: {e}") from None
+    return {k: list(v) for k, v in task._texts(examples).items()}
+
+
+def _nonblank_lines(path):
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            lines = [line.strip() for line in f]
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text ({e.reason}).") from None
+    if not lines:
+        raise ValueError(f"{path}: the file is empty.")
+    texts = [line for line in lines if line]
+    if not texts:
+        raise ValueError(f"{path}: no examples (only blank lines).")
+    return texts
 
 
 def augment_texts(texts, checkpoint_dir, copies=4, rate=0.4, top_k=8, seed=0):

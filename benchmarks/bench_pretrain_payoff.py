@@ -26,6 +26,7 @@ one curve per label budget.
 
 import ast
 import collections
+import functools
 import glob
 import gzip
 import os
@@ -121,21 +122,36 @@ def share_doc_documents(max_bytes):
                 return
 
 
+@functools.lru_cache(maxsize=1)  # parsing the stdlib takes seconds; callers copy the lists
+def family_sentences():
+    """`{family: sorted distinct sentences}` of the task's module families
+    (5 to 60 words, no tabs: they go into TSV rows). Also the sentences of
+    `benchmarks/docstring_task.py`."""
+    stdlib = sysconfig.get_paths()["stdlib"]
+    by_family = collections.defaultdict(set)
+    for path, docstrings in stdlib_docstrings():
+        family = family_of(path, stdlib)
+        if family:
+            for doc in docstrings:
+                by_family[family].update(s for s in sentences_of(doc)
+                                         if 5 <= len(s.split()) <= 60 and "\t" not in s)
+    return {family: sorted(s) for family, s in sorted(by_family.items())}
+
+
 def build_data(work, max_doc_bytes=4_000_000, per_class=400, seed=0):
     """Writes corpus.txt (pretraining) and train.tsv / dev.tsv (task); returns counts."""
     import pydoc_data.topics
 
     stdlib = sysconfig.get_paths()["stdlib"]
-    documents, labelled = [], collections.defaultdict(set)
+    documents = []
     for path, docstrings in stdlib_docstrings():
-        family = family_of(path, stdlib)
+        if family_of(path, stdlib):  # held out: task sentences never reach the corpus
+            continue
         for doc in docstrings:
             sentences = sentences_of(doc)
-            if family:  # held out: task sentences never reach the corpus
-                labelled[family].update(s for s in sentences if 5 <= len(s.split()) <= 60
-                                        and "\t" not in s)
-            elif len(sentences) >= 2:
+            if len(sentences) >= 2:
                 documents.append(sentences)
+    labelled = family_sentences()
     for name in sorted(pydoc_data.topics.topics):
         sentences = sentences_of(pydoc_data.topics.topics[name])
         if len(sentences) >= 2:
@@ -149,7 +165,7 @@ def build_data(work, max_doc_bytes=4_000_000, per_class=400, seed=0):
     rng = random.Random(seed)
     rows = {"train": [], "dev": []}
     for family in sorted(labelled):
-        sentences = sorted(labelled[family])
+        sentences = list(labelled[family])
         rng.shuffle(sentences)
         sentences = sentences[:per_class]
         cut = int(0.7 * len(sentences))

@@ -15,29 +15,11 @@ line: the teacher labels it, gold-only training cannot use it).
     (10, 15, 20)
 """
 
-import collections
-import functools
 import os
 import random
-import sysconfig
 import tempfile  # noqa: F401  (the doctest)
 
-from benchmarks.bench_pretrain_payoff import family_of, sentences_of, stdlib_docstrings
-
-
-@functools.lru_cache(maxsize=1)  # parsing the stdlib takes seconds; callers copy the lists
-def family_sentences():
-    """`{family: sorted distinct sentences}` of the labelled module families
-    (5 to 60 words, no tabs: they go into TSV rows)."""
-    stdlib = sysconfig.get_paths()["stdlib"]
-    by_family = collections.defaultdict(set)
-    for path, docstrings in stdlib_docstrings():
-        family = family_of(path, stdlib)
-        if family:
-            for doc in docstrings:
-                by_family[family].update(s for s in sentences_of(doc)
-                                         if 5 <= len(s.split()) <= 60 and "\t" not in s)
-    return {family: sorted(s) for family, s in sorted(by_family.items())}
+from benchmarks.bench_pretrain_payoff import family_sentences
 
 
 def build_docstring_task(out_dir, train_per_class=30, dev_per_class=60, pool_per_class=120,

@@ -133,3 +133,40 @@ def test_augmented_transfer_set_uses_embedding_neighbours(minilm_ckpt, tmp_path)
     with pytest.raises(ValueError, match="augment_copies needs augment_checkpoint"):
         DistillationTask(sentiment_task(os.path.join(REPO, "tests", "data", "finetune")),
                          str(tmp_path), augment_copies=2)
+
+
+def test_transfer_set_rows_gold_then_augmented_then_transfer_file(tmp_path):
+    """Gold rows keep their labels (weight 1); augmented copies and transfer-file
+    rows follow with zero targets and weight 0; the teacher labels every row."""
+    import tensorflow as tf
+
+    from tfbert import BertConfig, BertEncoder, checkpoint
+    from tfbert.export.task_model import load_task_model
+
+    data = os.path.join(REPO, "tests", "data", "finetune")
+    vocab = os.path.join(REPO, "tests", "data", "pretraining", "vocab.txt")
+    config = BertConfig.from_preset("tiny", vocab_size=1931)
+    teacher = finetune(sentiment_task(data),
+                       TrainConfig(epochs=1, steps_per_epoch=2, batch_size=8, jit_compile=False,
+                                   verbose=0),
+                       str(tmp_path / "teacher"), encoder_config=config, vocab_file=vocab,
+                       export_dir=str(tmp_path / "export"))
+    words = checkpoint.save_checkpoint(str(tmp_path / "words"), config,
+                                       BertEncoder(config).get_named_weights(), vocab, True)
+    (tmp_path / "pool.txt").write_text("The service was slow .\nA lovely quiet evening .\n")
+    task = sentiment_task(data)
+    task.prepare(teacher.task.preprocessor)
+    distill = DistillationTask(task, teacher.export_dir, augment_copies=2,
+                               augment_checkpoint=words, transfer_file=str(tmp_path / "pool.txt"))
+    texts, targets, weights, soft = distill.transfer_set(task.config.train_file)
+    gold_texts, gold_targets = task.read(task.config.train_file)
+    n = len(gold_targets)
+    assert len(texts["text"]) == len(targets) == len(weights) == len(soft) == 3 * n + 2
+    assert texts["text"][:n] == list(gold_texts.text)
+    assert texts["text"][3 * n:] == ["The service was slow .", "A lovely quiet evening ."]
+    np.testing.assert_array_equal(targets[:n], gold_targets)
+    assert not targets[n:].any()
+    np.testing.assert_array_equal(weights, [1.0] * n + [0.0] * (2 * n + 2))
+    serve = load_task_model(teacher.export_dir).signatures["serving_default"]
+    want = serve(text=tf.constant(texts["text"][-2:]))["logits"].numpy()
+    np.testing.assert_allclose(soft[-2:], want, atol=1e-5)

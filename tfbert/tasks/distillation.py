@@ -94,21 +94,19 @@ class DistillationTask:
         if path not in self._soft:
             examples, targets = self.task.read(path)
             texts = {k: list(v) for k, v in self.task._texts(examples).items()}
-            weights = np.ones(len(targets), np.float32)
+            gold = len(targets)
             if self.augment_copies:
-                extra = augment_texts(texts["text"], self.augment_checkpoint,
-                                      copies=self.augment_copies, seed=self.seed)
-                texts["text"] += extra
-                targets = np.concatenate([targets, np.zeros((len(extra),) + targets.shape[1:],
-                                                            targets.dtype)])
-                weights = np.concatenate([weights, np.zeros(len(extra), np.float32)])
+                texts["text"] += augment_texts(texts["text"], self.augment_checkpoint,
+                                               copies=self.augment_copies, seed=self.seed)
             if self.transfer_texts:
                 for key in texts:
                     texts[key] += self.transfer_texts[key]
-                extra = len(self.transfer_texts["text"])
-                targets = np.concatenate([targets, np.zeros((extra,) + targets.shape[1:],
-                                                            targets.dtype)])
-                weights = np.concatenate([weights, np.zeros(extra, np.float32)])
+            # Rows after the gold ones have no label: zero targets, weight 0.
+            unlabelled = len(texts["text"]) - gold
+            targets = np.concatenate([targets, np.zeros((unlabelled,) + targets.shape[1:],
+                                                        targets.dtype)])
+            weights = np.concatenate([np.ones(gold, np.float32),
+                                      np.zeros(unlabelled, np.float32)])
             soft = teacher_logits(self.teacher_export, texts)
             if soft.shape[1] != self.task.num_outputs:
                 raise ValueError(f"{self.teacher_export}: the teacher has {soft.shape[1]} "

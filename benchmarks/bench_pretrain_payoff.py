@@ -272,6 +272,7 @@ def run(steps=(2500, 5000, 10000, 15000), seeds=(1, 2), plot_path=None, work=Non
     timings["data"] = time.perf_counter() - t
     # One run; its periodic checkpoints are the intermediate points.
     every = steps[0]
+    warmup = min(300, steps[-1] // 10)
     assert all(s % every == 0 for s in steps), "steps must be multiples of the first"
     t = time.perf_counter()
     tool("pretrain.py", f"--config={ROOT}/configs/pretrain_tiny.yaml",
@@ -279,7 +280,7 @@ def run(steps=(2500, 5000, 10000, 15000), seeds=(1, 2), plot_path=None, work=Non
          f"--model_dir={work}/pretrain", f"--num_train_steps={steps[-1]}",
          f"--steps_per_epoch={every}", "--set", f"keep_checkpoints={len(steps) + 1000}",
          "--set", "verbose=2", "--set", "max_predictions_per_seq=10",
-         "--set", f"num_warmup_steps={min(300, steps[-1] // 10)}")
+         "--set", f"num_warmup_steps={warmup}")
     timings["pretrain"] = time.perf_counter() - t
     for step in steps[:-1]:
         tool("pretrain.py", f"--model_dir={work}/pretrain", f"--export_step={step}")
@@ -319,7 +320,7 @@ def run(steps=(2500, 5000, 10000, 15000), seeds=(1, 2), plot_path=None, work=Non
         f"vocab {vocab_size}",
         f"task: {len(counts['classes'])} classes {counts['classes']}, "
         f"{counts['train']} train / {counts['dev']} dev sentences",
-        f"pretraining (tiny, batch 32 x 64, lr 2e-3, warmup {min(300, steps[-1] // 10)}): "
+        f"pretraining (tiny, batch 32 x 64, lr 2e-3, warmup {warmup}): "
         f"{steps[-1]} steps in "
         f"{timings['pretrain']:.0f} s; last epoch MLM acc {float(last['mlm_accuracy']):.3f}, "
         f"NSP acc {float(last['nsp_accuracy']):.3f}; held-out MLM acc "

@@ -140,21 +140,24 @@ class BertNormalizer:
 
         def mixed():
             index = tf.where(~is_ascii)
-            slow = self._normalize_codepoints(tf.gather_nd(strings, index))
+            slow = self.normalize_by_table(tf.gather_nd(strings, index))
             return tf.tensor_scatter_nd_update(fast, index, slow)
 
         return tf.cond(tf.reduce_all(is_ascii), lambda: fast, mixed)
 
     def _normalize_ascii(self, strings):
-        """The reference on ASCII text: drop control characters, (lower-case),
-        put spaces around ASCII punctuation. \t \n \r stay: `tf.strings.split`
-        treats them as spaces, like the reference."""
-        text = tf.strings.regex_replace(strings, r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", "")
-        if self.lower_case:
-            text = tf.strings.lower(text)
-        return tf.strings.regex_replace(text, r"([!-/:-@\[-`{-~])", r" \1 ")
+        """The reference on ASCII text: `clean_ascii`, then spaces around
+        ASCII punctuation."""
+        return tf.strings.regex_replace(self.clean_ascii(strings), r"([!-/:-@\[-`{-~])", r" \1 ")
 
-    def _normalize_codepoints(self, strings):
+    def clean_ascii(self, strings):
+        """The reference's cleaning of ASCII text: control characters dropped,
+        (lower-cased). \t \n \r stay: they split words, as in the reference."""
+        text = tf.strings.regex_replace(strings, r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", "")
+        return tf.strings.lower(text) if self.lower_case else text
+
+    def normalize_by_table(self, strings):
+        """Like `normalize`, always through the codepoint table (any text)."""
         codepoints = tf.strings.unicode_decode(strings, "UTF-8", errors="ignore")
         cps = codepoints.values
         char_row = codepoints.value_rowids()

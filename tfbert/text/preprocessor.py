@@ -97,7 +97,7 @@ class BertPreprocessor(keras.layers.Layer):
 
     def call(self, inputs):
         segments = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-        return self.bert_pack_inputs([self.tokenize(s) for s in segments])
+        return self.bert_pack_inputs([self.tokenizer.tokenize_flat(s) for s in segments])
 
     def _check_segments(self, segments):
         if self.max_segments and len(segments) > self.max_segments:

@@ -60,6 +60,22 @@ class BertTokenizer(keras.layers.Layer):
             no_pretokenization=True,
             support_detokenization=False,
         )
+        # Pure-ASCII texts (most text) skip the table: one tf-text op splits
+        # them on whitespace and punctuation and WordPieces the words. On
+        # ASCII its split is the reference's and 100 bytes are 100 characters
+        # (tested on every ASCII byte against the reference).
+        self._ascii_wordpiece = tf_text.FastWordpieceTokenizer(
+            vocab=self.vocab.tokens,
+            suffix_indicator="##",
+            max_bytes_per_word=MAX_CHARS_PER_WORD,
+            token_out_type=tf.int32,
+            unknown_token="[UNK]",
+            no_pretokenization=False,
+            support_detokenization=False,
+        )
+        # A word's first piece never starts with "##" (the reference splits
+        # "#" off as punctuation), so pieces that do continue a word.
+        self._is_continuation = tf.constant([t.startswith("##") for t in self.vocab.tokens])
         self._id_to_token = tf.constant(self.vocab.tokens)
 
     # === Tokenization ===
@@ -120,31 +136,44 @@ class BertTokenizer(keras.layers.Layer):
     def tokenize(self, strings):
         """int32 RaggedTensor `[batch, (words), (wordpieces)]` of token ids.
 
-        Same ids as `tokenize_with_offsets`, by a faster route: normalize
-        whole strings, split them on spaces, WordPiece the words.
+        Same ids as `tokenize_with_offsets`, by a faster route: the ids of
+        `tokenize_flat`, grouped into words at every piece that does not
+        continue a word.
         """
-        words = tf.strings.split(self.normalizer.normalize(strings))
-        ids = self._wordpiece.tokenize(words.values)
-        # A word of <= 100 bytes has <= 100 characters: count only if needed.
-        maybe_long = tf.strings.length(words.values) > MAX_CHARS_PER_WORD
-        ids = tf.cond(
-            tf.reduce_any(maybe_long),
-            lambda: self._unk_too_long(
-                ids, tf.strings.length(words.values, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
-            ),
-            lambda: ids,
-        )
-        return words.with_values(ids)
+        ids = self.tokenize_flat(strings)
+        starts = tf.cast(~tf.gather(self._is_continuation, ids.values), tf.int64)
+        words = tf.RaggedTensor.from_value_rowids(
+            ids.values, tf.cumsum(starts) - 1, nrows=tf.reduce_sum(starts))
+        return tf.RaggedTensor.from_row_lengths(
+            words, tf.math.unsorted_segment_sum(starts, ids.value_rowids(), ids.nrows()))
 
-    def _unk_too_long(self, ids, too_long):
-        """Words over 100 characters become one [UNK], as in the reference."""
-        keep_piece = tf.gather(~too_long, ids.value_rowids())
-        ids = tf.ragged.boolean_mask(ids, ids.with_flat_values(keep_piece))
-        unk = tf.RaggedTensor.from_row_lengths(
-            tf.fill([tf.reduce_sum(tf.cast(too_long, tf.int32))], self.vocab.unk_id),
-            tf.cast(too_long, tf.int64),
-        )
-        return tf.concat([ids, unk], axis=1)
+    def tokenize_flat(self, strings):
+        """int32 RaggedTensor `[batch, (wordpieces)]`: the ids of `tokenize`
+        without the word dimension, which is what packing needs.
+
+        Pure-ASCII texts go through one tf-text op; the others through the
+        normalizer's codepoint table, a split on spaces and WordPiece.
+        """
+        strings = self.normalizer.check_strings(strings)
+        is_ascii = tf.strings.regex_full_match(strings, r"[\x00-\x7f]*")
+        ascii_rows = tf.where(is_ascii)[:, 0]
+        other_rows = tf.where(~is_ascii)[:, 0]
+        ascii_ids = self._ascii_wordpiece.tokenize(
+            self.normalizer.clean_ascii(tf.gather(strings, ascii_rows)))
+        other_ids = self._tokenize_by_table(tf.gather(strings, other_rows))
+        # Gathered rows back to input order: no tf.cond, whose untaken branch
+        # still costs milliseconds per batch inside tf.data.
+        order = tf.math.invert_permutation(tf.concat([ascii_rows, other_rows], axis=0))
+        return tf.gather(tf.concat([ascii_ids, other_ids], axis=0), order)
+
+    def _tokenize_by_table(self, strings):
+        """`[batch, (wordpieces)]` of any texts by the codepoint table."""
+        words = tf.strings.split(self.normalizer.normalize_by_table(strings))
+        # A word over 100 characters becomes one [UNK], as in the reference:
+        # a stand-in longer than `max_bytes_per_word` is WordPiece's [UNK].
+        too_long = tf.strings.length(words.values, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
+        flat = tf.where(too_long, "#" * (4 * MAX_CHARS_PER_WORD + 5), words.values)
+        return words.with_values(self._wordpiece.tokenize(flat)).merge_dims(1, 2)
 
     # === Tokens as strings ===
 

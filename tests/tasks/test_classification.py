@@ -88,6 +88,10 @@ def test_length_bucketing_same_outputs_bounded_shapes(tiny_config, data_dir, mak
     assert widths == {16}
     assert {x["input_word_ids"].shape[1]
             for x, _ in tasks[False].dataset(dev, batch_size=8)} == {128}
+    # Training batches too (grouped by length: tests/data/test_batching.py).
+    for bucketing, want in ((True, {16}), (False, {128})):
+        train = tasks[bucketing].dataset(dev, batch_size=8, training=True).take(20)
+        assert {x["input_word_ids"].shape for x, _ in train} == {(8, w) for w in want}
     x = tasks[True].encode({"text": tf.constant(["Great film .", long_text])})
     assert x["input_word_ids"].shape == (2, 64) and set(BUCKETS) >= {16, 64}
     # Same predictions and the same dev metric as fixed padding.

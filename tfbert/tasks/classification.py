@@ -26,6 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert.data import readers
+from tfbert.data.batching import WINDOW_BATCHES, length_grouped_batches
 from tfbert.experiment import at_least, in_range, validate
 from tfbert.export.task_model import export_task_model
 from tfbert.metrics import glue
@@ -128,11 +129,26 @@ class ClassificationTask(Task):
         if self.regression:
             targets = targets[:, None]
         ds = tf.data.Dataset.from_tensor_slices((self._texts(examples), targets))
-        if training:
-            ds = ds.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True).repeat()
-        ds = ds.batch(batch_size, drop_remainder=training)
+        ds = self.batch(ds, batch_size, len(examples), training, seed)
         ds = ds.map(lambda t, y: (self.encode(t), y), num_parallel_calls=tf.data.AUTOTUNE)
         return ds.prefetch(tf.data.AUTOTUNE)
+
+    def batch(self, ds, batch_size, num_examples, training=False, seed=0):
+        """Batches of `(texts, targets)` examples. Training: shuffled, repeated,
+        full and, with `config.bucketing`, of similar length (sorted windows
+        of at most 50 batches and at most one pass over the data), so
+        `encode` cuts most of them to a narrow bucket."""
+        if not training:
+            return ds.batch(batch_size)
+        ds = ds.shuffle(num_examples, seed=seed, reshuffle_each_iteration=True).repeat()
+        if not self.config.bucketing:
+            return ds.batch(batch_size, drop_remainder=True)
+
+        def text_bytes(texts, targets):  # a cheap stand-in for the token count
+            return tf.add_n([tf.strings.length(texts[n]) for n in self.text_inputs])
+
+        window = min(WINDOW_BATCHES, max(1, num_examples // batch_size))
+        return length_grouped_batches(ds, batch_size, text_bytes, window, seed)
 
     def num_examples(self, path):
         return len(self.read(path)[0])

@@ -123,9 +123,7 @@ class DistillationTask:
             targets = targets[:, None]
         ds = tf.data.Dataset.from_tensor_slices(
             (texts, {"labels": targets, "label_weights": weights, "teacher_logits": soft}))
-        if training:
-            ds = ds.shuffle(len(targets), seed=seed, reshuffle_each_iteration=True).repeat()
-        ds = ds.batch(batch_size, drop_remainder=training)
+        ds = self.task.batch(ds, batch_size, len(targets), training, seed)
         ds = ds.map(lambda t, y: (self.task.encode(t), y), num_parallel_calls=tf.data.AUTOTUNE)
         return ds.prefetch(tf.data.AUTOTUNE)
 

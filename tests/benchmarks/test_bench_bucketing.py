@@ -1,0 +1,26 @@
+"""The bucketing benchmark runs its rows with tfbert and PyTorch on the same
+real tokens (a tokenizer mix-up there once fed PyTorch one [UNK] per word).
+Speeds are printed by `tools/benchmark.py --what=bucketing`, never asserted."""
+
+import pathlib
+import sys
+
+import pytest
+
+# benchmarks/ is a top-level folder of the repository, not part of the package.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
+from benchmarks import bench_bucketing  # noqa: E402
+
+
+@pytest.mark.slow
+def test_rows_with_pytorch_on_the_same_tokens(tmp_path):
+    pytest.importorskip("torch")
+    lines = bench_bucketing.run(count=96, repeats=1, finetune=False)
+    assert "tfbert sorted + bucketed / PyTorch" in lines[-1]
+    lines = bench_bucketing.finetune_epoch(
+        work=str(tmp_path), finetune=dict(batch_size=8, learning_rate=1e-4, epochs=2, seed=1),
+        sizes=dict(train_per_class=8, dev_per_class=4, pool_per_class=0))
+    rows = [line for line in lines if "dev accuracy" in line]
+    assert [r.split()[1:3] for r in rows] == [["tfbert", "fixed"], ["tfbert", "bucketed"],
+                                              ["PyTorch", "group_by_length"]]
+    assert "tfbert bucketed / PyTorch" in lines[-1]

@@ -123,7 +123,12 @@ class DistillationTask:
             targets = targets[:, None]
         ds = tf.data.Dataset.from_tensor_slices(
             (texts, {"labels": targets, "label_weights": weights, "teacher_logits": soft}))
-        ds = self.task.batch(ds, batch_size, len(targets), training, seed)
+        # Random batches, not the task's length-grouped ones: the measured
+        # recipe (README) was tuned on them; grouped, the student scored 0.733
+        # against the test's 0.735 bar. Grouping here needs its own measurement.
+        if training:
+            ds = ds.shuffle(len(targets), seed=seed, reshuffle_each_iteration=True).repeat()
+        ds = ds.batch(batch_size, drop_remainder=training)
         ds = ds.map(lambda t, y: (self.task.encode(t), y), num_parallel_calls=tf.data.AUTOTUNE)
         return ds.prefetch(tf.data.AUTOTUNE)
 

@@ -272,7 +272,7 @@ def test_every_codepoint_normalizes_like_the_reference(lower_case):
     for i in range(0, len(lines), 1024):
         batch = tf.constant(lines[i : i + 1024])
         words = split(batch).to_list()
-        assert fast_split(batch).to_list() == words  # normalize()
+        assert fast_split(batch).to_list() == words  # the tokenizer's non-ASCII route
         ours += [[w.decode() for w in row] for row in words]
     bad = [(line, ref, our) for line, ref, our in
            zip(lines, (reference.tokenize(line) for line in lines), ours) if ref != our]

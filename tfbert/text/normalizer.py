@@ -127,37 +127,18 @@ class BertNormalizer:
             char_limit=char_limit,
         )
 
-    def normalize(self, strings):
-        """tf.string `[batch]`: the reference-normalized texts, words
-        separated by whitespace (faster than `split_words`; no offsets).
-
-        Pure-ASCII strings (most text) take a string-level route of three
-        regex/lower ops; the others go through the codepoint table.
-        """
-        strings = self.check_strings(strings)
-        is_ascii = tf.strings.regex_full_match(strings, r"[\x00-\x7f]*")
-        fast = self._normalize_ascii(strings)
-
-        def mixed():
-            index = tf.where(~is_ascii)
-            slow = self.normalize_by_table(tf.gather_nd(strings, index))
-            return tf.tensor_scatter_nd_update(fast, index, slow)
-
-        return tf.cond(tf.reduce_all(is_ascii), lambda: fast, mixed)
-
-    def _normalize_ascii(self, strings):
-        """The reference on ASCII text: `clean_ascii`, then spaces around
-        ASCII punctuation."""
-        return tf.strings.regex_replace(self.clean_ascii(strings), r"([!-/:-@\[-`{-~])", r" \1 ")
-
     def clean_ascii(self, strings):
         """The reference's cleaning of ASCII text: control characters dropped,
         (lower-cased). \t \n \r stay: they split words, as in the reference."""
         text = tf.strings.regex_replace(strings, r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", "")
         return tf.strings.lower(text) if self.lower_case else text
 
-    def normalize_by_table(self, strings):
-        """Like `normalize`, always through the codepoint table (any text)."""
+    def normalize(self, strings):
+        """tf.string `[batch]`: the reference-normalized texts, words
+        separated by whitespace, through the codepoint table (faster than
+        `split_words`; no offsets). The tokenizer sends pure-ASCII texts
+        elsewhere: `clean_ascii` and tf-text's own word split."""
+        strings = self.check_strings(strings)
         codepoints = tf.strings.unicode_decode(strings, "UTF-8", errors="ignore")
         cps = codepoints.values
         char_row = codepoints.value_rowids()

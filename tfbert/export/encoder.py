@@ -19,6 +19,7 @@ import os
 import tensorflow as tf
 
 from tfbert.checkpoint import atomic_dir
+from tfbert.export.disk_space import explain_full_disk, saved_model_bytes
 from tfbert.export.input_check import check_ids
 from tfbert.encoder import INPUT_NAMES
 from tfbert.export.op_check import check_op_rule
@@ -114,7 +115,8 @@ def export_encoder(encoder, output_dir, vocab_file=None, lower_case=True, pretra
         mlm.__call__ = call_mlm
         root.mlm = mlm
 
-    with atomic_dir(output_dir) as tmp:
-        tf.saved_model.save(root, tmp, signatures=signatures)
-        check_op_rule(tmp)
+    with explain_full_disk(output_dir, lambda: saved_model_bytes(root, signatures)):
+        with atomic_dir(output_dir) as tmp:
+            tf.saved_model.save(root, tmp, signatures=signatures)
+            check_op_rule(tmp)
     return output_dir

@@ -13,20 +13,37 @@ Signatures, for TF Serving (dense tensors only):
 - `tokenize_with_offsets`: as `tokenize` plus `start_offsets`, `limit_offsets`
 - `bert_pack_inputs`: `ids_a`, `row_lengths_a`, `ids_b`, `row_lengths_b`
   (flat ids and tokens per example of two segments) -> the three tensors
+
+A signature called with a string batch of the wrong rank fails in its own
+graph with an `InvalidArgumentError` whose message names the input (TF
+Serving answers it as HTTP 400). A wrong dtype or input name never reaches
+the graph (TF rejects it first); `load_preprocessor(...).signatures` checks
+both for Python callers and raises a one-line TypeError/ValueError.
 """
 
 import os
-import shutil
+import tempfile
 
 import tensorflow as tf
 
 from tfbert.checkpoint import atomic_dir
+from tfbert.export.disk_space import explain_full_disk, saved_model_bytes
 from tfbert.export.op_check import check_op_rule
 from tfbert.export.tf_text_ops import require_tf_text_ops
 
 TEXT = tf.TensorSpec([None], tf.string)
 IDS = tf.TensorSpec([None], tf.int32)
-SEGMENT = tf.RaggedTensorSpec([None, None, None], tf.int32, ragged_rank=2, row_splits_dtype=tf.int64)
+# Token segments as TF Model Garden's preprocessor export traces them:
+# ragged rank 2 ([batch, words, wordpieces], what `tokenize` returns) or
+# ragged rank 1 ([batch, wordpieces], e.g. after `merge_dims(-2, -1)` or from
+# another tokenizer); all segments of one call have the same rank.
+SEGMENT_SPECS = {
+    rank: tf.RaggedTensorSpec([None] * (rank + 1), tf.int32, ragged_rank=rank,
+                              row_splits_dtype=tf.int64)
+    for rank in (1, 2)
+}
+# Without a type_vocab_size (a preprocessor built from a vocab alone).
+DEFAULT_MAX_SEGMENTS = 3
 
 
 class _PreprocessorModule(tf.Module):
@@ -54,19 +71,26 @@ class _PreprocessorModule(tf.Module):
         )
         # As TF Hub's preprocessors: any seq_length (a scalar tensor, checked
         # in the graph), e.g. `hub.KerasLayer(pre.bert_pack_inputs,
-        # arguments=dict(seq_length=64))`, and 1..N segments (N: the
-        # encoder's type_vocab_size; 3 when the preprocessor does not know it).
-        for count in range(1, (preprocessor.max_segments or 3) + 1):
-            pack.get_concrete_function([SEGMENT] * count)
-            pack.get_concrete_function([SEGMENT] * count, tf.TensorSpec([], tf.int32))
+        # arguments=dict(seq_length=64))`, 1..N segments (N: the encoder's
+        # type_vocab_size, else 3) of ragged rank 1 or 2.
+        max_segments = preprocessor.max_segments or DEFAULT_MAX_SEGMENTS
+        # Saved (a plain int attribute is not), for load_preprocessor's checks.
+        self.max_segments = tf.Variable(max_segments, trainable=False, name="max_segments")
+        for spec in SEGMENT_SPECS.values():
+            for count in range(1, max_segments + 1):
+                pack.get_concrete_function([spec] * count)
+                pack.get_concrete_function([spec] * count, tf.TensorSpec([], tf.int32))
         self.bert_pack_inputs = pack
 
         # === Serving signatures (dense tensors) ===
-        self.serve_text = tf.function(lambda text: preprocessor(text), input_signature=[TEXT])
+        self.serve_text = tf.function(
+            lambda text: preprocessor(_check_batch(text, "serving_default", "text")),
+            input_signature=[TEXT])
         self.__call__ = self.serve_text
         self.serve_pairs = tf.function(
-            lambda text_a, text_b: preprocessor([text_a, text_b]), input_signature=[TEXT, TEXT]
-        )
+            lambda text_a, text_b: preprocessor([_check_batch(text_a, "pairs", "text_a"),
+                                                 _check_batch(text_b, "pairs", "text_b")]),
+            input_signature=[TEXT, TEXT])
 
         def ragged_parts(ids):
             return {
@@ -76,10 +100,11 @@ class _PreprocessorModule(tf.Module):
             }
 
         self.serve_tokenize = tf.function(
-            lambda text: ragged_parts(preprocessor.tokenize(text)), input_signature=[TEXT]
-        )
+            lambda text: ragged_parts(preprocessor.tokenize(_check_batch(text, "tokenize", "text"))),
+            input_signature=[TEXT])
 
         def with_offsets(text):
+            text = _check_batch(text, "tokenize_with_offsets", "text")
             ids, starts, limits = preprocessor.tokenize_with_offsets(text)
             parts = ragged_parts(ids)
             parts["start_offsets"] = tf.cast(starts.flat_values, tf.int64)
@@ -89,6 +114,10 @@ class _PreprocessorModule(tf.Module):
         self.serve_tokenize_with_offsets = tf.function(with_offsets, input_signature=[TEXT])
 
         def pack_pair(ids_a, row_lengths_a, ids_b, row_lengths_b):
+            ids_a, row_lengths_a, ids_b, row_lengths_b = (
+                _check_batch(t, "bert_pack_inputs", name, "tf.int32")
+                for t, name in ((ids_a, "ids_a"), (row_lengths_a, "row_lengths_a"),
+                                (ids_b, "ids_b"), (row_lengths_b, "row_lengths_b")))
             a = tf.RaggedTensor.from_row_lengths(ids_a, tf.cast(row_lengths_a, tf.int64))
             b = tf.RaggedTensor.from_row_lengths(ids_b, tf.cast(row_lengths_b, tf.int64))
             return preprocessor.bert_pack_inputs([a, b], seq_length)
@@ -126,33 +155,47 @@ def export_preprocessor(preprocessor, output_dir, seq_length=None):
             truncation=preprocessor.truncation,
             max_seq_length=preprocessor.max_seq_length,
         )
-    with atomic_dir(output_dir) as tmp:
-        # The vocab travels as an asset (for people and tools reading the
-        # export); the graph itself holds the tokenizer model as a constant.
-        os.makedirs(os.path.join(tmp, "vocab"))
-        vocab_path = os.path.join(tmp, "vocab", "vocab.txt")
+    # The vocab travels as an asset (for people and tools reading the export);
+    # the graph itself holds the tokenizer model as a constant.
+    with tempfile.TemporaryDirectory(prefix="tfbert-vocab-") as vocab_dir:
+        vocab_path = os.path.join(vocab_dir, "vocab.txt")
         with open(vocab_path, "w", encoding="utf-8") as f:
             f.write("\n".join(preprocessor.vocab.tokens) + "\n")
         module = _PreprocessorModule(preprocessor, seq_length, vocab_path)
-        save_dir = os.path.join(tmp, "saved_model")
-        tf.saved_model.save(module, save_dir, signatures=module.signatures())
-        shutil.rmtree(os.path.join(tmp, "vocab"))
-        for name in os.listdir(save_dir):
-            shutil.move(os.path.join(save_dir, name), os.path.join(tmp, name))
-        os.rmdir(save_dir)
-        check_op_rule(tmp)
+        signatures = module.signatures()
+        with explain_full_disk(output_dir, lambda: saved_model_bytes(module, signatures)):
+            with atomic_dir(output_dir) as tmp:
+                tf.saved_model.save(module, tmp, signatures=signatures)
+                check_op_rule(tmp)
     return output_dir
+
+
+def _check_batch(tensor, signature, name, dtype="tf.string"):
+    """`tensor` after an in-graph check that it is 1-D: a signature's `[None]`
+    spec is not enforced when it is called (TF Serving, or
+    `tf.saved_model.load(...).signatures[...]`), and a `[2, 2]` batch would
+    otherwise fail deep inside the tokenizer with an unrelated message.
+    (The rank is read from the shape's values: a rank test is folded away
+    by Grappler, which trusts the static `[None]`.)"""
+    shape = tf.shape(tensor)
+    dims = tf.concat([shape, [-1, -1]], axis=0)  # [n, -1, ...] exactly for rank 1
+    one_d = tf.logical_and(dims[0] >= 0, tf.equal(dims[1], -1))
+    check = tf.debugging.Assert(one_d, [
+        f"{signature}: input {name} must be a 1-D {dtype} batch, shape (batch,); got shape",
+        shape])
+    with tf.control_dependencies([check]):
+        return tf.identity(tensor)
 
 
 def load_preprocessor(path):
     """Loads an exported preprocessor (registers the tf-text ops first).
 
     Returns the loaded object behind a thin wrapper whose `__call__`,
-    `tokenize` and `tokenize_with_offsets` accept lists of str too and give
-    a one-line error for non-strings or a wrong rank (the raw SavedModel
+    `tokenize`, `tokenize_with_offsets`, `bert_pack_inputs` and `signatures`
+    accept lists of str too and give a one-line TypeError/ValueError for a
+    wrong dtype, rank, input name or segment count (the raw SavedModel
     functions raise TF's multi-page "could not find matching concrete
-    function"); everything else (`bert_pack_inputs`, `signatures`, ...) is the
-    loaded object's own.
+    function"); everything else is the loaded object's own.
     """
     require_tf_text_ops()
     if not os.path.isfile(os.path.join(path, "saved_model.pb")):
@@ -161,10 +204,12 @@ def load_preprocessor(path):
 
 
 class LoadedPreprocessor:
-    """An exported preprocessor with checked string inputs (see `load_preprocessor`)."""
+    """An exported preprocessor with checked inputs (see `load_preprocessor`)."""
 
     def __init__(self, loaded):
         self._loaded = loaded
+        self.signatures = {name: CheckedSignature(name, fn)
+                           for name, fn in loaded.signatures.items()}
 
     def __getattr__(self, name):
         return getattr(self._loaded, name)
@@ -177,6 +222,82 @@ class LoadedPreprocessor:
 
     def tokenize_with_offsets(self, text):
         return self._loaded.tokenize_with_offsets(_strings(text, "tokenize_with_offsets(text)"))
+
+    def bert_pack_inputs(self, segments, seq_length=None):
+        """As the exported `bert_pack_inputs`; int64 ids are cast to int32 and
+        segments of mixed ragged rank are flattened to rank 1 (the export
+        traces one rank per call, as TF Model Garden's)."""
+        limit = getattr(self._loaded, "max_segments", None)  # absent in older exports
+        segments = _segments(segments, int(limit.numpy()) if limit is not None else
+                             DEFAULT_MAX_SEGMENTS)
+        if seq_length is None:
+            return self._loaded.bert_pack_inputs(segments)
+        return self._loaded.bert_pack_inputs(segments, seq_length=tf.cast(seq_length, tf.int32))
+
+
+class CheckedSignature:
+    """A served signature that checks its keyword inputs before calling it:
+    unknown or missing names, dtype and rank give one line naming the input."""
+
+    def __init__(self, name, fn):
+        self.name, self._fn = name, fn
+        self._specs = fn.structured_input_signature[1]
+
+    def __getattr__(self, name):
+        return getattr(self._fn, name)
+
+    def __call__(self, **inputs):
+        wanted = ", ".join(f"{k} ({_describe(spec)})" for k, spec in sorted(self._specs.items()))
+        unknown = sorted(set(inputs) - set(self._specs))
+        missing = sorted(set(self._specs) - set(inputs))
+        if unknown or missing:
+            got = f"unknown input {unknown[0]!r}" if unknown else f"no input {missing[0]!r}"
+            raise TypeError(f"{self.name} takes {wanted}; got {got}.")
+        return self._fn(**{k: self._tensor(k, v) for k, v in inputs.items()})
+
+    def _tensor(self, key, value):
+        spec = self._specs[key]
+        if isinstance(value, (list, tuple)) and spec.dtype == tf.string:
+            value = _strings(value, f"{self.name} input {key!r}")
+        try:
+            tensor = tf.convert_to_tensor(value)
+        except (TypeError, ValueError):
+            raise TypeError(f"{self.name}: input {key!r} must be {_describe(spec)}; got "
+                            f"{type(value).__name__}.") from None
+        if tensor.dtype != spec.dtype:
+            raise TypeError(f"{self.name}: input {key!r} must be {_describe(spec)}; got "
+                            f"{tensor.dtype.name} {tensor.shape}.")
+        if not spec.shape.is_compatible_with(tensor.shape):
+            raise ValueError(f"{self.name}: input {key!r} must be {_describe(spec)}; got "
+                             f"shape {tensor.shape}.")
+        return tensor
+
+
+def _describe(spec):
+    return f"tf.{spec.dtype.name} {list(spec.shape)}".replace("None", "batch")
+
+
+def _segments(segments, max_segments):
+    if isinstance(segments, (tf.Tensor, tf.RaggedTensor)):
+        segments = [segments]
+    if not isinstance(segments, (list, tuple)) or not 1 <= len(segments) <= max_segments:
+        count = len(segments) if isinstance(segments, (list, tuple)) else type(segments).__name__
+        raise ValueError(f"bert_pack_inputs takes a list of 1 to {max_segments} segments; "
+                         f"got {count}.")
+    out = []
+    for i, segment in enumerate(segments):
+        if not isinstance(segment, tf.RaggedTensor) or segment.ragged_rank not in (1, 2):
+            what = (f"ragged rank {segment.ragged_rank}" if isinstance(segment, tf.RaggedTensor)
+                    else type(segment).__name__)
+            raise TypeError(f"bert_pack_inputs: segment {i} must be an int RaggedTensor "
+                            f"[batch, (wordpieces)] or [batch, (words), (wordpieces)]; got {what}.")
+        if not segment.dtype.is_integer:
+            raise TypeError(f"bert_pack_inputs: segment {i} must hold integer token ids; got "
+                            f"{segment.dtype.name}.")
+        out.append(tf.cast(segment.with_row_splits_dtype(tf.int64), tf.int32))
+    if len({s.ragged_rank for s in out}) > 1:
+        out = [s.merge_dims(1, -1) if s.ragged_rank == 2 else s for s in out]
+    return out
 
 
 def _strings(text, what):

@@ -103,6 +103,10 @@ def _first_line(message):
     check = re.search(r"\w+ must (?:be in \[-?\d+, \d+\)|hold 0 or 1)", message)
     if check:
         return check.group(0)
+    # tf.debugging.Assert: "assertion failed: [<message>] [<values>]"
+    check = re.search(r"assertion failed: \[(.*?)\] \[(.*?)\]", message)
+    if check:
+        return f"{check.group(1)} [{check.group(2)}]"
     line = next((l.strip() for l in message.splitlines() if l.strip()), "invalid argument")
     return re.sub(r"^\{\{function_node [^}]*\}\}\s*", "", line)
 

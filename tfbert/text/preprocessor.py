@@ -195,10 +195,15 @@ def as_segments(inputs):
         if inputs.dtype != tf.string:
             raise TypeError(f"BertPreprocessor takes tf.string texts, got a tensor of dtype "
                             f"{inputs.dtype.name} and shape {inputs.shape}.")
-        if isinstance(inputs, tf.RaggedTensor) or inputs.shape.rank not in (None, 1, 2):
+        # [batch, 1] is keras.Input(shape=(1,)); any other rank 2 is a mistake
+        # (pairs are a list of two batches), caught here rather than inside
+        # call(), where Keras would wrap the message in a multi-line report.
+        rank = inputs.shape.rank
+        if isinstance(inputs, tf.RaggedTensor) or rank not in (None, 1, 2) or (
+                rank == 2 and inputs.shape[1] not in (None, 1)):
             raise ValueError(f"BertPreprocessor takes a 1-D batch of strings [batch], got "
                              f"{'a ragged tensor' if isinstance(inputs, tf.RaggedTensor) else 'shape'}"
-                             f" {inputs.shape}.")
+                             f" {inputs.shape}; pass pairs as a list of batches [texts_a, texts_b].")
         return inputs
     if not isinstance(inputs, (list, tuple)):
         return inputs

@@ -13,6 +13,9 @@
     # TFLite: <output_dir>/model.tflite; --text_input adds the tokenizer
     python tools/export.py --checkpoint_dir=ckpt --kind=encoder --format=tflite \
         --output_dir=saved_models/tflite [--text_input] [--quantization=dynamic_range]
+    # strings-in TFLite with the reference normalization (99.9% parity, not 65%)
+    python tools/export.py --checkpoint_dir=ckpt --kind=encoder --format=tflite \
+        --output_dir=saved_models/tflite --text_input --tflite_tokenizer=exact
     # full-integer TFLite (int8 weights and activations), calibrated on training texts
     python tools/export.py --checkpoint_dir=ckpt --kind=encoder --format=tflite \
         --output_dir=saved_models/int8 --quantization=full_integer \
@@ -36,6 +39,7 @@ from tfbert import experiment
 KINDS = ("preprocessor", "encoder")
 FORMATS = ("saved_model", "tfhub", "tflite")
 QUANTIZATIONS = ("none", "dynamic_range", "float16", "full_integer")
+TFLITE_TOKENIZERS = ("fast", "exact")
 
 
 @dataclasses.dataclass
@@ -47,6 +51,8 @@ class ExportConfig:
     seq_length: int = 128
     text_input: bool = False  # tflite: strings in (tokenizer inside the model)
     quantization: str = "none"  # tflite: none | dynamic_range | float16 | full_integer
+    # tflite --text_input: fast (tf-text FastBertTokenizer) | exact (reference table)
+    tflite_tokenizer: str = "fast"
     # full_integer: texts that calibrate activation ranges (.txt one per line,
     # or TSV/CSV/JSONL with this column), e.g. the training file
     representative_file: str = ""
@@ -62,6 +68,9 @@ flags.DEFINE_string("output_dir", None, "Where to write the export.")
 flags.DEFINE_integer("seq_length", None, "Packed sequence length (default 128).")
 flags.DEFINE_boolean("text_input", None, "TFLite: take strings (tokenizer inside the model).")
 flags.DEFINE_enum("quantization", None, QUANTIZATIONS, "TFLite weight quantization.")
+flags.DEFINE_enum("tflite_tokenizer", None, TFLITE_TOKENIZERS,
+                  "TFLite --text_input: 'fast' (tf-text FastBertTokenizer, the default) or "
+                  "'exact' (the reference normalization as a FastBertNormalize table).")
 flags.DEFINE_string("representative_file", None,
                     "full_integer: training texts to calibrate with (.txt, TSV, CSV, JSONL).")
 flags.DEFINE_string("representative_column", None, "Text column of --representative_file.")
@@ -109,6 +118,12 @@ def run(cfg):
         raise ValueError(f"kind must be one of {KINDS} and format one of {FORMATS}.")
     if cfg.quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization must be one of {QUANTIZATIONS}.")
+    if cfg.tflite_tokenizer not in TFLITE_TOKENIZERS:
+        raise ValueError(f"tflite_tokenizer must be one of {TFLITE_TOKENIZERS}, "
+                         f"got {cfg.tflite_tokenizer!r}.")
+    if cfg.tflite_tokenizer != "fast" and not (cfg.format == "tflite" and cfg.text_input):
+        raise ValueError("--tflite_tokenizer applies to --format=tflite --text_input only "
+                         "(the tokenizer inside a strings-in TFLite model).")
     if not cfg.checkpoint_dir or not cfg.output_dir:
         raise ValueError("checkpoint_dir and output_dir are required (or --check=DIR).")
     from tfbert.text import BertPreprocessor
@@ -150,7 +165,8 @@ def run(cfg):
             representative = tflite.representative_inputs(preprocessor, texts,
                                                           source=cfg.representative_file)
         if cfg.text_input:
-            tflite.export_text_tflite(preprocessor, encoder, path, quantization=quantization)
+            tflite.export_text_tflite(preprocessor, encoder, path, quantization=quantization,
+                                      tokenizer=cfg.tflite_tokenizer)
         else:
             tflite.export_encoder_tflite(encoder, path, seq_length=cfg.seq_length,
                                          quantization=quantization,

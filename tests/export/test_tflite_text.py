@@ -43,8 +43,17 @@ def exported(uncased_vocab_file, tmp_path_factory):
     return preprocessor, encoder, path
 
 
-def run_tflite(path, lines, batch=256):
-    runner = interpreter(path).get_signature_runner("serve")
+@pytest.fixture(scope="module")
+def exported_exact(exported, tmp_path_factory):
+    preprocessor, encoder, _ = exported
+    path = str(tmp_path_factory.mktemp("tflite_exact") / "text_encoder.tflite")
+    export_text_tflite(preprocessor, encoder, path, output_names=["pooled_output"],
+                       tokenizer="exact")
+    return path
+
+
+def run_tflite(path, lines, batch=256, runtime=None):
+    runner = (runtime or interpreter)(path).get_signature_runner("serve")
     ids, pooled = [], []
     for i in range(0, len(lines), batch):
         out = runner(text=np.array([s.encode("utf-8") for s in lines[i:i + batch]], object))
@@ -78,6 +87,88 @@ def test_strings_in_tflite_matches_savedmodel_path(exported):
          "input_type_ids": np.zeros_like(ref_ids[rows])}
     keras_pooled = encoder(x)["pooled_output"].numpy()
     assert np.abs(tflite_pooled[rows] - keras_pooled).max() <= 1e-4
+
+
+def test_exact_tokenizer_parity_size_and_latency(exported, exported_exact):
+    """--tflite_tokenizer=exact: tfbert's reference normalization table inside
+    tf-text's FastBertNormalize kernel. Measured against the reference ids
+    (the SavedModel path, 100% reference-exact) on the parity corpus."""
+    import os
+    import time
+
+    preprocessor, _, fast_path = exported
+    docs, corpus = parity_corpus()
+    ref_ids = np.concatenate([
+        preprocessor(tf.constant(corpus[i:i + 512]))["input_word_ids"].numpy()
+        for i in range(0, len(corpus), 512)])
+    is_doc = np.isin(np.array(corpus, object), np.array(docs, object))
+    exact_ids, _ = run_tflite(exported_exact, corpus)
+    same = (exact_ids == ref_ids).all(axis=1)
+    differing = [line for line, ok in zip(corpus, same) if not ok]
+
+    def latency(path, lines):  # one sentence per call, median
+        runner = interpreter(path).get_signature_runner("serve")
+        times = []
+        for line in lines:
+            start = time.perf_counter()
+            runner(text=np.array([line.encode("utf-8")], object))
+            times.append(time.perf_counter() - start)
+        return np.median(times) * 1e3
+
+    print(f"exact TFLite tokenizer: {same.mean():.4f} of {len(corpus)} parity-corpus lines, "
+          f"{same[is_doc].mean():.4f} of docs lines; size {os.path.getsize(exported_exact)} "
+          f"bytes vs fast {os.path.getsize(fast_path)}; median latency per sentence "
+          f"{latency(exported_exact, docs[:200]):.3f} ms vs fast {latency(fast_path, docs[:200]):.3f} ms")
+    print("differing lines:", [line[:40] for line in differing])
+    assert same[is_doc].all()
+    assert same.mean() >= 0.999
+    # What a per-character table cannot hold: the final-sigma rule and
+    # non-ASCII words of 34+ characters over WordPiece's 100-byte limit.
+    for line in differing:
+        assert "\u03a3" in line or any(
+            len(w) <= 100 < len(w.encode()) for w in line.split()), line
+
+
+def test_exact_tokenizer_loads_in_both_runtimes(exported, exported_exact):
+    from tensorflow.lite.python.interpreter import InterpreterWithCustomOps
+    import tensorflow_text as tf_text
+
+    def tf_lite(path):
+        return InterpreterWithCustomOps(
+            model_path=path, custom_op_registerers=tf_text.tflite_registrar.SELECT_TFTEXT_OPS)
+
+    lines = ["Straße ﬁne café", "\x00 ½ Ελληνικά", "東京", ""]
+    litert, _ = run_tflite(exported_exact, lines)
+    tensorflow_lite, _ = run_tflite(exported_exact, lines, runtime=tf_lite)
+    np.testing.assert_array_equal(litert, tensorflow_lite)
+    np.testing.assert_array_equal(litert, exported[0](tf.constant(lines))["input_word_ids"])
+
+
+def test_exact_tokenizer_bad_values(exported, tmp_path):
+    preprocessor, encoder, _ = exported
+    with pytest.raises(ValueError, match=r"tokenizer must be one of \('fast', 'exact'\), got 'icu'"):
+        export_text_tflite(preprocessor, encoder, str(tmp_path / "x.tflite"), tokenizer="icu")
+    assert not list(tmp_path.iterdir())
+
+
+def test_export_tool_tflite_tokenizer_needs_tflite_text_input(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhi\n")
+    (tmp_path / "config.json").write_text(json.dumps({"format": "tfbert-checkpoint"}))
+    result = subprocess.run(
+        [sys.executable, str(HERE.parent.parent / "tools" / "export.py"),
+         f"--checkpoint_dir={tmp_path}", "--kind=encoder", "--format=saved_model",
+         f"--output_dir={tmp_path / 'out'}", "--tflite_tokenizer=exact"],
+        capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines()[-1] == (
+        "export: error: --tflite_tokenizer applies to --format=tflite --text_input only "
+        "(the tokenizer inside a strings-in TFLite model).")
+    assert not (tmp_path / "out").exists()
 
 
 def test_tflite_has_no_flex_ops(exported):

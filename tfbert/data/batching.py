@@ -14,11 +14,11 @@ WINDOW_BATCHES = 50
 
 
 def length_grouped_batches(ds, batch_size, length, window_batches=WINDOW_BATCHES, seed=0):
-    """Full batches of similar length from a dataset of single examples.
+    """Batches of similar length from a dataset of single examples.
 
     Args:
-        ds: examples, already shuffled and repeated (an endless stream; a
-            finite one loses its last partial window).
+        ds: examples of one epoch, already shuffled (finite: every example
+            lands in one batch; the last batch may be partial).
         batch_size: examples per batch.
         length: `length(*batched_example)` -> a `[n]` tensor to sort by: the
             token counts (byte lengths are a poor stand-in: on real sentences
@@ -30,22 +30,57 @@ def length_grouped_batches(ds, batch_size, length, window_batches=WINDOW_BATCHES
     Each window of `window_batches * batch_size` consecutive examples is
     sorted by length, cut into batches and those batches put in random order,
     so every example lands in exactly one batch of its own window (as with
-    `ds.batch(batch_size)`, only the company it keeps changes).
+    `ds.batch(batch_size)`, only the company it keeps changes). A partial
+    batch (only in the last window) goes last, so batches stay aligned.
 
     Example:
-    >>> ds = tf.data.Dataset.from_tensor_slices(tf.constant(["a", "bbbbbbbb", "cc", "ddddddd"]))
+    >>> ds = tf.data.Dataset.from_tensor_slices(tf.constant(["a", "bbbbbbbb", "cc", "ddddddd", "e"]))
     >>> batches = length_grouped_batches(ds, 2, tf.strings.length, window_batches=2)
     >>> sorted(b.numpy().tolist() for b in batches)
-    [[b'a', b'cc'], [b'ddddddd', b'bbbbbbbb']]
+    [[b'a', b'cc'], [b'ddddddd', b'bbbbbbbb'], [b'e']]
     """
 
     def sort(index, example):
         keys = length(*example) if isinstance(example, tuple) else length(example)
-        by_length = tf.reshape(tf.argsort(keys, stable=True), [window_batches, batch_size])
-        batch_order = tf.argsort(tf.random.stateless_uniform(
-            [window_batches], seed=tf.stack([tf.cast(seed, tf.int64), index])))
-        order = tf.gather(by_length, batch_order)  # [window_batches, batch_size]
+        n = tf.size(keys)
+        by_length = tf.argsort(keys, stable=True)
+        num_batches = (n + batch_size - 1) // batch_size
+        draw = tf.random.stateless_uniform([num_batches], seed=tf.stack(
+            [tf.cast(seed, tf.int64), index]))
+        partial = tf.range(num_batches) * batch_size + batch_size > n
+        batch_rank = tf.argsort(tf.argsort(tf.where(partial, 2.0, draw)))  # partial: last
+        position = tf.range(n)
+        key = tf.gather(batch_rank, position // batch_size) * batch_size + position % batch_size
+        order = tf.gather(by_length, tf.argsort(key))
         return tf.nest.map_structure(lambda t: tf.gather(t, order), example)
 
-    ds = ds.batch(batch_size * window_batches, drop_remainder=True).enumerate()
-    return ds.map(sort).unbatch()
+    ds = ds.batch(batch_size * window_batches).enumerate()
+    return ds.map(sort).unbatch().batch(batch_size)
+
+
+def epoch_batches(ds, num_examples, batch_size, seed, drop_remainder=False, batch=None):
+    """Training batches: each epoch one pass over every example, reshuffled
+    each epoch (seeded: the same stream again for an exact resume), the last
+    partial batch kept unless `drop_remainder` (multi-replica runs), repeated
+    without end. `batch(ds)` batches one shuffled epoch (default `ds.batch`).
+
+    Example:
+    >>> ds = tf.data.Dataset.range(5)
+    >>> stream = epoch_batches(ds, 5, 2, seed=0)
+    >>> [sorted(v for b in stream.skip(3 * e).take(3) for v in b.numpy().tolist()) for e in range(2)]
+    [[0, 1, 2, 3, 4], [0, 1, 2, 3, 4]]
+    """
+    ds = ds.shuffle(num_examples, seed=seed, reshuffle_each_iteration=True)
+    if batch is not None:
+        ds = batch(ds)
+    else:
+        ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+    return ds.repeat()
+
+
+def steps_per_epoch(num_examples, batch_size, drop_remainder=False):
+    """Batches in one pass over `num_examples` (the last partial one counted
+    unless dropped)."""
+    if drop_remainder:
+        return max(1, num_examples // batch_size)
+    return max(1, -(-num_examples // batch_size))

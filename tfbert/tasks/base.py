@@ -37,7 +37,10 @@ True
 
 import dataclasses
 
-from tfbert.train.evaluation import best_epoch, fit_keeping_best
+import tensorflow as tf
+
+from tfbert.data.batching import steps_per_epoch
+from tfbert.train.evaluation import VALIDATION, best_epoch, fit_keeping_best
 from tfbert.train.multi_worker import with_auto_shard
 from tfbert.train.optimizer import create_optimizer
 
@@ -48,7 +51,10 @@ class Task:
     name = ""  # the --task name
     config_class = None  # dataclass of the task's settings
     text_inputs = ("text",)  # string inputs of the exported `serving_default`
-    main_metric = None  # the dev metric that picks the best epoch
+    main_metric = None  # the metric that picks the best epoch (on validation data)
+    # Training batches: the last partial batch of an epoch is kept, except
+    # under a multi-replica strategy (`fit` sets this), where replicas need equal shares.
+    drop_remainder = False
 
     def __init__(self, config=None):
         if self.config_class is not None:
@@ -77,6 +83,12 @@ class Task:
     def num_examples(self, path):
         raise NotImplementedError(f"{type(self).__name__}.num_examples")
 
+    def split_validation(self, path, out_dir, fraction, seed):
+        """Writes a held-out slice of the training file `path` and the rest as
+        two files in `out_dir` (`tfbert.data.validation_split`); returns their
+        paths `(train, validation)`. None: this task cannot hold data out."""
+        return None
+
     def summary(self):
         """Facts printed before training (`tools/finetune.py`); extend in subclasses."""
         return {"task": self.name}
@@ -101,11 +113,15 @@ class Task:
                       jit_compile=train.jit_compile)
         return model
 
-    def fit(self, encoder, train, model_dir, strategy, dev):
-        """Trains on `config.train_file`, evaluating `dev` each epoch; returns
-        `(model, scores per epoch)` with the best epoch's weights loaded."""
+    def fit(self, encoder, train, model_dir, strategy, dev, validation=None):
+        """Trains on `config.train_file`, scoring `validation` (a file path:
+        it chooses the epoch) and `dev` (`eval_data` of the dev file: reported)
+        after every epoch; returns `(model, scores per epoch)` with the best
+        epoch's weights loaded. Each epoch's scores hold the dev metrics and,
+        with `validation`, `validation_<metric>` and `validation_loss`."""
         n = self.num_examples(self.config.train_file)
-        steps = train.steps_per_epoch or max(1, n // train.batch_size)
+        self.drop_remainder = strategy.num_replicas_in_sync > 1
+        steps = train.steps_per_epoch or steps_per_epoch(n, train.batch_size, self.drop_remainder)
         total = steps * train.epochs
 
         def make_dataset(skip_batches):
@@ -120,13 +136,34 @@ class Task:
                 train.learning_rate, num_train_steps=total,
                 num_warmup_steps=int(train.warmup_fraction * total),
                 optimizer_type=train.optimizer_type, weight_decay=train.weight_decay,
-                clipnorm=train.clipnorm)
+                clipnorm=train.clipnorm, epsilon=train.adam_epsilon)
             trainable = self.build_trainable(model, optimizer, train)
+        evaluate = lambda: self.evaluate(model, dev)
+        if validation:
+            validation_data = self.eval_data(validation, train.eval_batch_size)
+            validation_batches = self.dataset(validation, train.eval_batch_size)
+            # A known length: Keras warns "ran out of data" after each
+            # evaluate over a dataset of unknown cardinality.
+            count = int(validation_batches.reduce(0, lambda n, _: n + 1))
+            validation_batches = validation_batches.apply(
+                tf.data.experimental.assert_cardinality(count))
+
+            def evaluate():
+                scores = {VALIDATION + k: v for k, v in
+                          self.evaluate(model, validation_data).items()}
+                scores[VALIDATION + "loss"] = self.validation_loss(trainable, validation_batches)
+                return {**scores, **self.evaluate(model, dev)}
+
         evaluation = fit_keeping_best(
-            trainable, make_dataset, lambda: self.evaluate(model, dev), self.main_metric, model_dir,
+            trainable, make_dataset, evaluate, self.main_metric, model_dir,
             epochs=train.epochs, steps_per_epoch=steps, verbose=train.verbose,
             tensorboard=train.tensorboard)
         return model, evaluation.scores
+
+    def validation_loss(self, trainable, batches):
+        """The training loss on validation batches (it breaks ties between
+        epochs of equal validation score)."""
+        return float(trainable.evaluate(batches, verbose=0, return_dict=True)["loss"])
 
     # === Evaluation ===
 

@@ -25,8 +25,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfbert.data import readers
-from tfbert.data.batching import WINDOW_BATCHES, length_grouped_batches
+from tfbert.data import readers, validation_split
+from tfbert.data.batching import WINDOW_BATCHES, epoch_batches, length_grouped_batches
 from tfbert.experiment import at_least, in_range, validate
 from tfbert.export.task_model import export_task_model
 from tfbert.metrics import glue
@@ -134,25 +134,28 @@ class ClassificationTask(Task):
         return ds.prefetch(tf.data.AUTOTUNE)
 
     def batch(self, ds, batch_size, num_examples, training=False, seed=0):
-        """Batches of `(texts, targets)` examples. Training: shuffled, repeated,
-        full and, with `config.bucketing`, of similar length (sorted windows
-        of at most 50 batches and at most one pass over the data), so
-        `encode` cuts most of them to a narrow bucket."""
+        """Batches of `(texts, targets)` examples. Training: each epoch one
+        shuffled pass (`epoch_batches`) and, with `config.bucketing`, batches
+        of similar length (sorted windows of at most 50 batches), so `encode`
+        cuts most of them to a narrow bucket."""
         if not training:
             return ds.batch(batch_size)
-        ds = ds.shuffle(num_examples, seed=seed, reshuffle_each_iteration=True).repeat()
-        if not self.config.bucketing:
-            return ds.batch(batch_size, drop_remainder=True)
+        grouped = None
+        if self.config.bucketing and not self.drop_remainder:
+            def num_tokens(texts, targets):  # byte lengths group far worse (README)
+                tokenize = self.preprocessor.tokenizer.tokenize_flat
+                return tf.add_n([tokenize(texts[n]).row_lengths() for n in self.text_inputs])
 
-        def num_tokens(texts, targets):  # byte lengths group far worse (README)
-            tokenize = self.preprocessor.tokenizer.tokenize_flat
-            return tf.add_n([tokenize(texts[n]).row_lengths() for n in self.text_inputs])
-
-        window = min(WINDOW_BATCHES, max(1, num_examples // batch_size))
-        return length_grouped_batches(ds, batch_size, num_tokens, window, seed)
+            window = min(WINDOW_BATCHES, max(1, num_examples // batch_size))
+            grouped = lambda d: length_grouped_batches(d, batch_size, num_tokens, window, seed)
+        return epoch_batches(ds, num_examples, batch_size, seed, self.drop_remainder, grouped)
 
     def num_examples(self, path):
         return len(self.read(path)[0])
+
+    def split_validation(self, path, out_dir, fraction, seed):
+        c = self.config
+        return validation_split.split_records(path, out_dir, fraction, seed, c.format, c.header)
 
     def summary(self):
         """Label counts and how many training examples get truncated."""

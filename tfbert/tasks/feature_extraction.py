@@ -43,7 +43,7 @@ class FeatureExtractionTask(Task):
     name = "feature_extraction"
     config_class = FeatureExtractionConfig
 
-    def fit(self, encoder, train, model_dir, strategy, dev):
+    def fit(self, encoder, train, model_dir, strategy, dev, validation=None):
         """Nothing to train: the model is the encoder's features."""
         with strategy.scope():
             return self.build_model(encoder), [{}]

@@ -26,7 +26,7 @@ from tfbert.encoder import INPUT_NAMES
 from tfbert.experiment import at_least, one_of, positive
 from tfbert.models.feature_extractor import BertFeatureExtractor
 from tfbert.tasks.classification import ClassificationConfig, ClassificationTask
-from tfbert.train.evaluation import BEST_WEIGHTS, DevEvaluation
+from tfbert.train.evaluation import BEST_WEIGHTS, VALIDATION, DevEvaluation, KeepBest
 from tfbert.train.optimizer import create_optimizer
 
 
@@ -47,7 +47,7 @@ class FrozenClassificationTask(ClassificationTask):
     name = "frozen_classification"
     config_class = FrozenClassificationConfig
 
-    def fit(self, encoder, train, model_dir, strategy, dev):
+    def fit(self, encoder, train, model_dir, strategy, dev, validation=None):
         c = self.config
         dev_inputs, reference = dev
         with strategy.scope():
@@ -77,16 +77,25 @@ class FrozenClassificationTask(ClassificationTask):
                                            int(train.warmup_fraction * steps),
                                            weight_decay=train.weight_decay),
                 loss=self.loss(), metrics=self.metrics(), jit_compile=train.jit_compile)
-        evaluation = DevEvaluation(
-            lambda: self.score(head.predict(dev_x, verbose=0), reference), verbose=train.verbose)
+        evaluate = lambda: self.score(head.predict(dev_x, verbose=0), reference)
+        if validation:  # it chooses the epoch; dev is only reported
+            val_inputs, val_reference = self.eval_data(validation, train.eval_batch_size)
+            val_x = sentence.predict(val_inputs, verbose=0)
+            val_y = val_reference[:, None] if self.regression else val_reference
+
+            def evaluate():
+                scores = {VALIDATION + k: v for k, v in
+                          self.score(head.predict(val_x, verbose=0), val_reference).items()}
+                scores[VALIDATION + "loss"] = float(head.evaluate(val_x, val_y, verbose=0,
+                                                                  return_dict=True)["loss"])
+                return {**scores, **self.score(head.predict(dev_x, verbose=0), reference)}
+
+        evaluation = DevEvaluation(evaluate, verbose=train.verbose)
         best_path = os.path.join(model_dir, "head_" + BEST_WEIGHTS)
         # Cached features fit in memory: a NumPy fit, shuffled by Keras.
         head.fit(train_x, train_y, batch_size=train.batch_size, epochs=c.head_epochs,
                  shuffle=True, verbose=0 if train.verbose < 2 else 2, callbacks=[
-                     evaluation,
-                     keras.callbacks.ModelCheckpoint(best_path, monitor=f"dev_{self.main_metric}",
-                                                     mode="max", save_best_only=True,
-                                                     save_weights_only=True)])
+                     evaluation, KeepBest(best_path, evaluation, self.main_metric)])
         if os.path.isfile(best_path):
             head.load_weights(best_path)
 

@@ -1,10 +1,14 @@
-"""`finetune`: trains any task (BERT paper recipe), keeps the best dev checkpoint, exports.
+"""`finetune`: trains any task, keeps the best epoch chosen on validation data, exports.
 
-The recipe (`TrainConfig`): AdamW with linear warmup over 10% of the steps
-and linear decay to 0, batch 16/32, learning rate 5e-5/3e-5/2e-5, 2-4 epochs;
-`model.fit` with XLA; the task metric on the dev file after every epoch; the
-best epoch's weights are kept (`<model_dir>/best.weights.h5`) and exported.
-How a task trains is the task's `fit` (`tfbert.tasks.base.Task`).
+The recipe (`TrainConfig`, `tfbert.train.recipe`): AdamW with linear warmup
+over 10% of the steps and linear decay to 0; learning rate, batch size and
+epochs by model and data size unless set; `model.fit` with XLA. After every
+epoch the task metric is computed on validation data (`train.validation_file`,
+or by default a held-out 10% of the training file, written to
+`<model_dir>/validation_split/`) and on the dev file. The validation score
+chooses the epoch (ties: lower validation loss); the dev file is only
+reported. The chosen epoch's weights are kept (`<model_dir>/best.weights.h5`)
+and exported. How a task trains is the task's `fit` (`tfbert.tasks.base.Task`).
 
 Example (a tiny random encoder, two short epochs; use `init_checkpoint=`
 for pretrained weights):
@@ -17,8 +21,12 @@ for pretrained weights):
 ...                                     jit_compile=False, verbose=0), tempfile.mkdtemp(),
 ...                   encoder_config=BertConfig.from_preset("tiny", vocab_size=1931),
 ...                   vocab_file="tests/data/pretraining/vocab.txt")
->>> result.main_metric, len(result.dev_scores), sorted(result.dev_scores[0])
+>>> result.main_metric, len(result.dev_scores), sorted(result.dev_scores[0])[:3]
 ('accuracy', 2, ['accuracy', 'f1', 'mcc'])
+>>> result.selected_on
+'validation: 10% of the training file held out (16 examples)'
+>>> sorted(k for k in result.dev_scores[0] if k.startswith("validation_"))
+['validation_accuracy', 'validation_f1', 'validation_loss', 'validation_mcc']
 """
 
 import dataclasses
@@ -31,6 +39,8 @@ import tensorflow as tf
 
 from tfbert import checkpoint
 from tfbert.config import BertConfig
+from tfbert.data.batching import steps_per_epoch
+from tfbert.data.validation_split import TooSmallToSplit
 from tfbert.encoder import BertEncoder
 from tfbert.text.preprocessor import BertPreprocessor
 from tfbert.train import recipe
@@ -51,6 +61,7 @@ class FinetuneResult:
     export_dir: Optional[str] = None
     dev: object = None  # `task.eval_data(dev_file)`, for `task.write_predictions`
     summary: dict = None  # data and the resolved recipe (`training_summary`)
+    selected_on: str = ""  # which data chose `best_epoch`
 
 
 def build_encoder_and_preprocessor(init_checkpoint=None, encoder_config=None, vocab_file=None,
@@ -90,7 +101,7 @@ def training_summary(task, train, encoder_config):
     train_file = getattr(task.config, "train_file", "")
     n = task.num_examples(train_file) if train_file else 0
     train, notes = recipe.resolve(train, n, encoder_config)
-    steps = train.steps_per_epoch or max(1, n // train.batch_size)
+    steps = train.steps_per_epoch or steps_per_epoch(n, train.batch_size)
     total = steps * train.epochs
     summary = {**task.summary(), "train_examples": n,
                "seq_length": getattr(task.config, "seq_length", None),
@@ -132,6 +143,29 @@ def finetune(task, train, model_dir, init_checkpoint=None, encoder_config=None, 
         keras.config.set_dtype_policy(previous_policy)
 
 
+def choose_validation(task, train, model_dir):
+    """`(validation file or None, what chose the epoch)`. Without
+    `train.validation_file`, `train.validation_fraction` of the training file
+    is held out (`task.split_validation`) and the task trains on the rest."""
+    if train.validation_file:
+        return train.validation_file, f"validation: {train.validation_file}"
+    train_file = getattr(task.config, "train_file", "")
+    if train.validation_fraction == 0 or not train_file:
+        return None, "none (train.validation_fraction=0): the last epoch is kept"
+    try:
+        split = task.split_validation(train_file, os.path.join(model_dir, "validation_split"),
+                                      train.validation_fraction, train.seed)
+    except TooSmallToSplit as e:
+        return None, f"none ({e}: too few to hold out): the last epoch is kept"
+    if split is None:
+        return None, f"none ({task.name} cannot hold out data): the last epoch is kept"
+    train_part, validation = split
+    held = task.num_examples(validation)
+    task.config = dataclasses.replace(task.config, train_file=train_part)
+    return validation, (f"validation: {train.validation_fraction:.0%} of the training file "
+                        f"held out ({held} examples)")
+
+
 def _finetune(task, train, model_dir, init_checkpoint, encoder_config, vocab_file, lower_case,
               strategy, export_dir):
     os.makedirs(model_dir, exist_ok=True)
@@ -140,19 +174,21 @@ def _finetune(task, train, model_dir, init_checkpoint, encoder_config, vocab_fil
     with strategy.scope():
         encoder, preprocessor = build_encoder_and_preprocessor(
             init_checkpoint, encoder_config, vocab_file, lower_case, task.config.seq_length)
-    task.prepare(preprocessor)
+    task.prepare(preprocessor)  # labels from the whole training file
+    validation, selected_on = choose_validation(task, train, model_dir)
     train, summary = training_summary(task, train, encoder.config)
+    summary["selected_on"] = selected_on
     if train.verbose:
         print(format_summary(summary), flush=True)
     dev = task.eval_data(getattr(task.config, "dev_file", ""), train.eval_batch_size)
-    model, scores = task.fit(encoder, train, model_dir, strategy, dev)
+    model, scores = task.fit(encoder, train, model_dir, strategy, dev, validation=validation)
     if not scores:  # a finished run restored by BackupAndRestore: nothing trained
         scores = [task.evaluate(model, dev)]
     best = task.best_epoch(scores)
     result = FinetuneResult(task=task, model=model, dev_scores=scores, best_epoch=best + 1,
                             best_score=float(scores[best].get(task.main_metric, "nan")),
                             main_metric=task.main_metric, seconds=time.perf_counter() - start,
-                            dev=dev, summary=summary)
+                            dev=dev, summary=summary, selected_on=selected_on)
     if export_dir:
         result.export_dir = task.export(model, export_dir)
     return result

@@ -34,6 +34,8 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert.data import pairs as pair_readers
+from tfbert.data import validation_split
+from tfbert.data.batching import epoch_batches
 from tfbert.export.task_model import export_task_model
 from tfbert.losses import (CosineSimilarityLoss, MultipleNegativesRankingLoss, SoftmaxLoss,
                            TripletLoss)
@@ -142,9 +144,10 @@ class SentenceEmbeddingTask(Task):
             texts["negative"] = rows.negative
         targets = self.targets(rows)
         ds = tf.data.Dataset.from_tensor_slices(texts if targets is None else (texts, targets))
-        if training:
-            ds = ds.shuffle(len(rows), seed=seed, reshuffle_each_iteration=True).repeat()
-        ds = ds.batch(batch_size, drop_remainder=training)
+        if training:  # in-batch negatives: a partial batch has fewer, and is kept
+            ds = epoch_batches(ds, len(rows), batch_size, seed, self.drop_remainder)
+        else:
+            ds = ds.batch(batch_size)
 
         def encode(columns, *y):
             x = {name: self.preprocessor(t) for name, t in columns.items()}
@@ -157,18 +160,22 @@ class SentenceEmbeddingTask(Task):
     def num_examples(self, path):
         return len(self.read(path))
 
+    def split_validation(self, path, out_dir, fraction, seed):
+        c = self.config
+        return validation_split.split_records(path, out_dir, fraction, seed, c.format, c.header)
+
     def summary(self):
         return {"task": self.name, "loss": self.config.loss, "dev_metric": self.dev_metric,
                 "pooling": self.config.pooling, "normalize": self.config.normalize}
 
     # === Model and training ===
 
-    def fit(self, encoder, train, model_dir, strategy, dev):
+    def fit(self, encoder, train, model_dir, strategy, dev, validation=None):
         """`Task.fit`, with training batches cut to their longest text (XLA:
         to a bucket width; without, Keras retraces with `reduce_retracing`)."""
         self.trim = trim_to_bucket if train.jit_compile else trim_to_longest
         try:
-            return super().fit(encoder, train, model_dir, strategy, dev)
+            return super().fit(encoder, train, model_dir, strategy, dev, validation)
         finally:
             self.trim = None
 

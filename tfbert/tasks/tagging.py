@@ -27,7 +27,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfbert.data import readers
+from tfbert.data import readers, validation_split
+from tfbert.data.batching import epoch_batches
 from tfbert.experiment import at_least, in_range, validate
 from tfbert.export.task_model import export_task_model
 from tfbert.metrics import seqeval
@@ -134,13 +135,18 @@ class TaggingTask(Task):
         ds = tf.data.Dataset.from_tensor_slices(
             (tf.ragged.constant(sentences.words), tf.ragged.constant(tag_ids, dtype=tf.int32)))
         if training:
-            ds = ds.shuffle(len(sentences), seed=seed, reshuffle_each_iteration=True).repeat()
-        ds = ds.ragged_batch(batch_size, drop_remainder=training)
+            ds = epoch_batches(ds, len(sentences), batch_size, seed, batch=lambda d: d.ragged_batch(
+                batch_size, drop_remainder=self.drop_remainder))
+        else:
+            ds = ds.ragged_batch(batch_size)
         ds = ds.map(self._train_example, num_parallel_calls=tf.data.AUTOTUNE)
         return ds.prefetch(tf.data.AUTOTUNE)
 
     def num_examples(self, path):
         return len(self.read(path))
+
+    def split_validation(self, path, out_dir, fraction, seed):
+        return validation_split.split_conll(path, out_dir, fraction, seed)
 
     # === Model, loss, metrics ===
 

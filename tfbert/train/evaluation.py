@@ -1,19 +1,28 @@
-"""Dev evaluation after every epoch, and keeping the best epoch's weights.
+"""Evaluation after every epoch, and keeping the best epoch's weights.
 
 Task metrics such as MCC, Spearman, entity F1, SQuAD EM/F1 or recall@k are
-not streaming Keras metrics: they need every dev prediction at once. So a
-callback runs a plain function after each epoch, adds its scores to the logs
-as `dev_<name>` (CSV, TensorBoard and `ModelCheckpoint` read them there), and
-`ModelCheckpoint` keeps the best epoch's weights.
+not streaming Keras metrics: they need every prediction at once. So a
+callback runs a plain function after each epoch and adds its scores to the
+logs (CSV and TensorBoard read them there): `validation_<name>` for the
+validation data that chooses the epoch, `dev_<name>` for the dev file that is
+reported. `KeepBest` saves the weights of the best epoch by the validation
+score, ties going to the lower validation loss (`selection_key`); the dev
+file never chooses when validation scores exist.
 
 Example:
->>> evaluation = DevEvaluation(lambda: {"accuracy": 0.5}, verbose=0)
+>>> evaluation = DevEvaluation(lambda: {"accuracy": 0.5, "validation_accuracy": 1.0}, verbose=0)
 >>> logs = {}
 >>> evaluation.on_epoch_end(0, logs)
 >>> logs
-{'dev_accuracy': 0.5}
->>> best_epoch([{"f1": 0.2}, {"f1": float("nan")}, {"f1": 0.7}], "f1")
+{'dev_accuracy': 0.5, 'validation_accuracy': 1.0}
+>>> best_epoch([{"validation_f1": 0.2}, {"validation_f1": float("nan")},
+...             {"validation_f1": 0.7}, {"validation_f1": 0.5}], "f1")
 2
+>>> best_epoch([{"validation_f1": 1.0, "validation_loss": 0.3, "f1": 0.9},
+...             {"validation_f1": 1.0, "validation_loss": 0.1, "f1": 0.8}], "f1")
+1
+>>> best_epoch([{"f1": 0.9}, {"f1": 0.5}], "f1")  # no validation data: the last epoch
+1
 """
 
 import os
@@ -27,6 +36,7 @@ from tfbert.train import callbacks as train_callbacks
 from tfbert.train.multi_worker import is_chief
 
 BEST_WEIGHTS = "best.weights.h5"
+VALIDATION = "validation_"  # prefix of the scores that choose the epoch
 
 
 class DevEvaluation(keras.callbacks.Callback):
@@ -45,17 +55,54 @@ class DevEvaluation(keras.callbacks.Callback):
         self.scores.append(scores)
         flat = {k: float(v) for k, v in scores.items() if np.isscalar(v)}
         if logs is not None:
-            logs.update({f"dev_{k}": v for k, v in flat.items()})
+            logs.update({k if k.startswith(VALIDATION) else f"dev_{k}": v
+                         for k, v in flat.items()})
         if self.verbose:
             shown = ", ".join(f"{k}={v:.4f}" for k, v in flat.items())
             print(f"epoch {epoch + 1}: dev {shown}", flush=True)
 
 
+def selection_key(scores, main_metric):
+    """What "best" means for one epoch's scores: the validation metric, then
+    the lower validation loss; NaN (e.g. Pearson of constant predictions) is
+    never best. None without validation scores (the last epoch is kept: the
+    dev file that is reported never chooses)."""
+    if VALIDATION + main_metric not in scores:
+        return None
+
+    def number(value, sign=1.0):
+        value = float(value)
+        return -np.inf if np.isnan(value) else sign * value
+
+    return (number(scores[VALIDATION + main_metric]),
+            number(scores.get(VALIDATION + "loss", np.nan), -1.0))
+
+
 def best_epoch(scores, main_metric):
-    """Index of the best epoch by `main_metric`; NaN (e.g. Pearson of constant
-    predictions) never counts as the best."""
-    values = [s[main_metric] for s in scores]
-    return int(np.argmax(np.nan_to_num(np.asarray(values, np.float64), nan=-np.inf)))
+    """Index of the best epoch by `selection_key` (the first of equals; the
+    last epoch without validation scores)."""
+    keys = [selection_key(s, main_metric) for s in scores]
+    if any(k is None for k in keys):
+        return len(scores) - 1
+    return max(range(len(keys)), key=lambda i: (keys[i], -i))
+
+
+class KeepBest(keras.callbacks.Callback):
+    """Saves the model's weights to `path` after each epoch whose scores (the
+    last of `evaluation.scores`) beat every earlier epoch's by `selection_key`."""
+
+    def __init__(self, path, evaluation, main_metric):
+        super().__init__()
+        self.path, self.evaluation, self.main_metric = path, evaluation, main_metric
+        self.best = None
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.model.stop_training or not self.evaluation.scores:
+            return
+        key = selection_key(self.evaluation.scores[-1], self.main_metric)
+        if key is None or self.best is None or key > self.best:
+            self.best = key
+            self.model.save_weights(self.path, overwrite=True)
 
 
 def fit_keeping_best(model, make_dataset, evaluate, main_metric, model_dir, epochs,
@@ -75,9 +122,8 @@ def fit_keeping_best(model, make_dataset, evaluate, main_metric, model_dir, epoc
     best_dir = model_dir if is_chief() else tempfile.mkdtemp(prefix="tfbert-worker-")
     best_path = os.path.join(best_dir, BEST_WEIGHTS)
     callbacks = [
-        evaluation,  # first: the callbacks below read its dev_* logs
-        keras.callbacks.ModelCheckpoint(best_path, monitor=f"dev_{main_metric}", mode="max",
-                                        save_best_only=True, save_weights_only=True),
+        evaluation,  # first: the callbacks below read its scores
+        KeepBest(best_path, evaluation, main_metric),
     ] + train_callbacks.training_callbacks(model_dir, keep_checkpoints=1,
                                            tensorboard=tensorboard) + list(extra_callbacks)
     try:

@@ -190,7 +190,7 @@ def general_mode(cfg):
         vocab_file, lower_case = cfg.vocab_file, cfg.lower_case
     masker = MaskedLMMasker.from_vocab(teacher_ckpt.vocab_file,
                                        max_predictions=cfg.max_predictions_per_seq)
-    dataset = pretraining_dataset(cfg.train_files, cfg.train.batch_size, masker=masker,
+    dataset = pretraining_dataset(cfg.train_files, cfg.train.batch_size or 32, masker=masker,
                                   seed=cfg.train.seed, use_nsp=False)
     model = MlmDistiller(student, teacher, cfg.distill)
     steps = cfg.num_train_steps

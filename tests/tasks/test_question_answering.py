@@ -226,3 +226,52 @@ def test_evaluate_and_prediction_files(tiny_qa, squad_file, tmp_path):
     nbest = json.load(open(tmp_path / "out" / "nbest_predictions.json", encoding="utf-8"))
     assert nbest["later"][0]["text"] == predictions["later"] or predictions["later"] == ""
     assert sum(e["probability"] for e in nbest["later"]) == pytest.approx(1.0)
+
+
+def _window_ids(task, question, context):
+    w = task.windows(tf.constant([question]), tf.constant([context]))
+    ids, mask = w["inputs"]["input_word_ids"].numpy(), w["inputs"]["input_mask"].numpy()
+    return [row[: m.sum()].tolist() for row, m in zip(ids, mask)]
+
+
+@pytest.mark.parametrize("overlap", [0, 5, 10])
+def test_doc_overlap_gives_hugging_face_windows(overlap, make_preprocessor, minilm_dir):
+    """`doc_overlap` is Hugging Face's `stride`: the same windows, id for id,
+    as its tokenizer's overflowing windows (what `run_qa.py --doc_stride` uses)."""
+    from transformers import AutoTokenizer
+
+    hf = AutoTokenizer.from_pretrained(str(minilm_dir))
+    question = "Who wrote the module?"
+    task = make_task(seq_length=32, doc_overlap=overlap, max_query_length=16)
+    task.prepare(make_preprocessor(32))
+    want = hf(question, CONTEXT, truncation="only_second", max_length=32, stride=overlap,
+              return_overflowing_tokens=True)["input_ids"]
+    assert len(want) >= 4
+    assert _window_ids(task, question, CONTEXT) == want
+
+
+@pytest.mark.parametrize("stride", [3, 8, 40])
+def test_doc_stride_gives_run_squad_windows(stride, make_preprocessor):
+    """`doc_stride` is google-research/bert's: window starts as `run_squad.py`'s
+    `doc_spans` loop computes them (reimplemented here from its source)."""
+    task = make_task(seq_length=32, doc_stride=stride, max_query_length=16)
+    task.prepare(make_preprocessor(32))
+    pre = task.preprocessor
+    q = pre.tokenize(tf.constant(["Who wrote the module?"])).merge_dims(1, 2)[0].numpy().tolist()
+    c = pre.tokenize(tf.constant([CONTEXT])).merge_dims(1, 2)[0].numpy().tolist()
+    budget = 32 - len(q) - 3
+    spans, start = [], 0
+    while start < len(c):  # run_squad.py, convert_examples_to_features
+        length = min(len(c) - start, budget)
+        spans.append((start, length))
+        if start + length == len(c):
+            break
+        start += min(length, stride)
+    cls, sep = 101, 102
+    want = [[cls] + q + [sep] + c[s:s + n] + [sep] for s, n in spans]
+    assert _window_ids(task, "Who wrote the module?", CONTEXT) == want
+
+
+def test_doc_overlap_must_leave_room():
+    with pytest.raises(ValueError, match="doc_overlap=21 must be in"):
+        make_task(seq_length=32, doc_overlap=21, max_query_length=8)

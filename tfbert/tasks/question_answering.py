@@ -3,7 +3,8 @@
 Features are `[CLS] question [SEP] context window [SEP]`: the question is cut
 to `max_query_length` wordpieces, and a long context is covered by windows
 of `seq_length - 3 - len(question)` wordpieces that start `doc_stride`
-wordpieces apart (BERT's `run_squad.py` rule). Everything from raw strings
+wordpieces apart (BERT's `run_squad.py` rule), or, with `doc_overlap` (Hugging
+Face's `stride`), that share `doc_overlap` wordpieces with the next window. Everything from raw strings
 to the answer is TensorFlow ops (`QuestionAnsweringTask.answer`): tokenizing
 with byte offsets (`tokenize_with_offsets`), windowing, packing, the model,
 and the span search over all windows of a question. The same function runs
@@ -51,6 +52,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfbert.data.batching import epoch_batches
+from tfbert.data import validation_split
 from tfbert.data.squad import read_squad
 from tfbert.export.task_model import export_task_model
 from tfbert.metrics.squad import squad_scores
@@ -67,7 +70,14 @@ class QuestionAnsweringConfig:
     train_file: str = ""
     dev_file: str = ""
     seq_length: int = 384
-    doc_stride: int = 128  # wordpieces between window starts
+    # Windows over a long context, in either convention:
+    # doc_stride: google-research/bert's `--doc_stride`, context wordpieces
+    #   between window starts;
+    # doc_overlap: Hugging Face's `stride` (`run_qa.py --doc_stride`),
+    #   context wordpieces shared by neighbouring windows. Set, it replaces
+    #   doc_stride: windows then start `budget - doc_overlap` apart.
+    doc_stride: int = 128
+    doc_overlap: Optional[int] = None
     max_query_length: int = 64  # question wordpieces kept
     max_answer_length: int = 30  # wordpieces
     n_best_size: int = 20
@@ -98,6 +108,11 @@ class QuestionAnsweringTask(Task):
                      "predict_batch_size"):
             if getattr(c, name) < 1:
                 raise ValueError(f"squad: {name} must be >= 1, got {getattr(c, name)}.")
+        if c.doc_overlap is not None and not 0 <= c.doc_overlap < c.seq_length - 3 - \
+                c.max_query_length:
+            raise ValueError(f"squad: doc_overlap={c.doc_overlap} must be in [0, seq_length - 3 "
+                             f"- max_query_length = {c.seq_length - 3 - c.max_query_length}) "
+                             "(each window must move on).")
         self.version_2 = c.version_2
         self._data = {}
         self._num_windows = {}
@@ -121,8 +136,11 @@ class QuestionAnsweringTask(Task):
         return self
 
     def summary(self):
+        c = self.config
+        windows = (f"doc_stride {c.doc_stride}" if c.doc_overlap is None
+                   else f"doc_overlap {c.doc_overlap}")
         return {"task": self.name, "version": "2.0" if self.version_2 else "1.1",
-                "seq_length": self.config.seq_length, "doc_stride": self.config.doc_stride}
+                "seq_length": c.seq_length, "windows": windows}
 
     def windows(self, question, context):
         """Windows of a batch of (question, context) strings, graph ops only.
@@ -148,7 +166,10 @@ class QuestionAnsweringTask(Task):
         n_q = q_ids.row_lengths()
         n_c = c_ids.row_lengths()
         budget = c.seq_length - 3 - n_q  # context wordpieces per window, >= 1
-        step = tf.minimum(budget, c.doc_stride)
+        if c.doc_overlap is None:  # run_squad.py: start += min(length, doc_stride)
+            step = tf.minimum(budget, c.doc_stride)
+        else:  # Hugging Face: consecutive windows share doc_overlap wordpieces
+            step = budget - c.doc_overlap
         extra = tf.maximum(n_c - budget, 0)
         num_windows = 1 + (extra + step - 1) // step  # an empty context still gets one
         total = tf.reduce_sum(num_windows)
@@ -207,16 +228,20 @@ class QuestionAnsweringTask(Task):
     def dataset(self, path, batch_size, training=False, seed=0):
         """`(inputs, {"start_logits": pos, "end_logits": pos})` batches of windows."""
         slices = self._slices(path)
-        ds = tf.data.Dataset.from_tensor_slices(slices)
-        if training:
-            ds = ds.shuffle(len(self.read(path)), seed=seed, reshuffle_each_iteration=True)
-            ds = ds.repeat()
-        ds = ds.batch(32).map(self._training_windows, num_parallel_calls=tf.data.AUTOTUNE)
-        ds = ds.unbatch()
-        if training:  # windows of one question are neighbours: mix them
-            buffer = min(2048, self.num_examples(path))  # no bigger than an epoch
-            ds = ds.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
-        return ds.batch(batch_size, drop_remainder=training).prefetch(tf.data.AUTOTUNE)
+        questions = tf.data.Dataset.from_tensor_slices(slices)
+        windows = lambda d: d.batch(32).map(self._training_windows,
+                                            num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+        if not training:
+            return windows(questions).batch(batch_size).prefetch(tf.data.AUTOTUNE)
+        n = self.num_examples(path)
+
+        def one_epoch(shuffled_questions):  # every window once
+            # Windows of one question are neighbours: mix them (no bigger than an epoch).
+            ds = windows(shuffled_questions).shuffle(min(2048, n), seed=seed)
+            return ds.batch(batch_size, drop_remainder=self.drop_remainder)
+
+        return epoch_batches(questions, len(self.read(path)), batch_size, seed,
+                             batch=one_epoch).prefetch(tf.data.AUTOTUNE)
 
     def num_examples(self, path):
         """Training windows in `path` (one window is one training example)."""
@@ -226,6 +251,10 @@ class QuestionAnsweringTask(Task):
             self._num_windows[path] = int(sum(
                 int(tf.reduce_sum(self.windows(qb, cb)["num_windows"])) for qb, cb in ds))
         return self._num_windows[path]
+
+    def split_validation(self, path, out_dir, fraction, seed):
+        """Paragraphs held out: no context on both sides."""
+        return validation_split.split_squad(path, out_dir, fraction, seed)
 
     # === Model, loss, training ===
 

@@ -1,35 +1,45 @@
 """The fine-tuning recipe when the config leaves it open: chosen by model
 size and data size, printed before training and stored in `results.json`.
 
-The BERT paper's recipe (lr 2e-5..5e-5, 2-4 epochs) is for BERT-base and
-large on thousands of examples. Measured on this project (issues 15 and 19):
-a `tiny` model needs a rate near 1e-3 (0.33 -> 0.64 dev accuracy on a held-out
-5-class task), a MiniLM-sized one 1e-4, and ~700 examples undertrain in 3
-epochs (0.63; 0.74 with 6 epochs at 1e-4, 0.77 with 10). So:
+The BERT paper's recipe (lr 2e-5..5e-5, batch 32, 2-4 epochs) is for
+BERT-base and large on thousands of examples. On a few hundred it gives a
+handful of optimizer steps, and the result swings with the seed: a QA model
+trained on 720 questions with the paper's SQuAD settings (44 steps) answered
+"" to every question on every seed (issue 33). The stability studies found
+the cure is optimizer steps, not epochs: bias-corrected Adam, warmup, and
+enough updates on small data (Mosbach et al. 2021, "On the Stability of
+Fine-tuning BERT"; Zhang et al. 2021, "Revisiting Few-sample BERT
+Fine-tuning"). So:
 
 - learning rate by hidden size: <= 256: 1e-3; <= 512: 1e-4; <= 768: 5e-5;
-  larger: 3e-5;
+  larger: 3e-5 (measured here: a `tiny` model needs ~1e-3, MiniLM 1e-4);
+- batch size 16 below `LARGE_DATA` examples (twice the updates per epoch),
+  32 above;
 - epochs: 3, raised until training takes at least `MIN_TRAIN_STEPS` steps
-  (small data gets more passes), at most 20.
+  (small data gets more passes), at most `MAX_AUTO_EPOCHS`.
 
-Values set in the config (YAML, `--set`, Python) are always kept.
+The epoch kept is chosen on held-out validation data (`TrainConfig`), so
+more epochs than needed cost time, not quality. Values set in the config
+(YAML, `--set`, Python) are always kept.
 
 Example:
 >>> from tfbert import BertConfig
->>> train, notes = resolve(TrainConfig(batch_size=32), 700, BertConfig.from_preset("tiny"))
->>> train.learning_rate, train.epochs
-(0.001, 15)
+>>> train, notes = resolve(TrainConfig(), 700, BertConfig.from_preset("tiny"))
+>>> train.learning_rate, train.batch_size, train.epochs
+(0.001, 16, 7)
 >>> notes["epochs"]
-'15 (auto: 700 examples, at least 300 steps)'
+'7 (auto: 700 examples, at least 300 steps)'
 """
 
 import dataclasses
 import math
 
+from tfbert.data.batching import steps_per_epoch
 from tfbert.train.train_config import TrainConfig
 
 MIN_TRAIN_STEPS = 300
 MAX_AUTO_EPOCHS = 20
+LARGE_DATA = 10_000  # examples (or QA windows) from which batch 32 is the default
 
 
 def auto_learning_rate(hidden_size):
@@ -40,20 +50,27 @@ def auto_learning_rate(hidden_size):
 
 
 def resolve(train, num_examples, encoder_config):
-    """`(TrainConfig with learning_rate and epochs set, {field: how it was chosen})`."""
+    """`(TrainConfig with learning_rate, batch_size and epochs set, {field: how it was chosen})`."""
     notes = {}
-    learning_rate, epochs = train.learning_rate, train.epochs
+    learning_rate, batch_size, epochs = train.learning_rate, train.batch_size, train.epochs
     if learning_rate is None:
         learning_rate = auto_learning_rate(encoder_config.hidden_size)
         notes["learning_rate"] = (f"{learning_rate:g} (auto: hidden size "
                                   f"{encoder_config.hidden_size})")
     else:
         notes["learning_rate"] = f"{learning_rate:g} (config)"
+    if batch_size is None:
+        batch_size = 16 if num_examples < LARGE_DATA else 32
+        notes["batch_size"] = f"{batch_size} (auto: {num_examples} examples)"
+    else:
+        notes["batch_size"] = f"{batch_size} (config)"
     if epochs is None:
-        steps = train.steps_per_epoch or max(1, num_examples // train.batch_size)
+        steps = train.steps_per_epoch or steps_per_epoch(num_examples, batch_size)
         epochs = min(MAX_AUTO_EPOCHS, max(3, math.ceil(MIN_TRAIN_STEPS / steps)))
         notes["epochs"] = (f"{epochs} (auto: {num_examples} examples, at least "
                            f"{MIN_TRAIN_STEPS} steps)")
     else:
         notes["epochs"] = f"{epochs} (config)"
-    return dataclasses.replace(train, learning_rate=learning_rate, epochs=epochs), notes
+    train = dataclasses.replace(train, learning_rate=learning_rate, batch_size=batch_size,
+                                epochs=epochs)
+    return train, notes

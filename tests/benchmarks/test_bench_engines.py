@@ -46,7 +46,7 @@ def test_engine_rows_agree_with_pytorch(tmp_path):
                                         use_torch_compile=False, torch_bf16=True)
     expected = {"tfbert fp32 XLA", "tfbert SavedModel fp32 XLA", "tfbert bf16 (mixed_bfloat16)",
                 "tfbert TFLite fp32 XNNPACK", "tfbert TFLite int8 dynamic-range XNNPACK",
-                "PyTorch fp32 eager", "PyTorch bf16 autocast eager"}
+                "PyTorch fp32 eager", "PyTorch bf16 autocast eager"} | set(bench_peers.ONEDNN_ROWS)
     try:
         import onnxruntime  # noqa: F401
 

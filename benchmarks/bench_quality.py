@@ -26,7 +26,11 @@ Tasks:
 - `docstrings`: which standard-library family a docstring sentence is from
   (`docstring_task.py`, 5 classes, 30 train / 60 dev per class);
 - `sentiment`: the shipped sentiment sentences (160 train / 40 dev);
-- `ner`: the shipped CoNLL files.
+- `ner`: the shipped CoNLL files;
+- `embeddings`: (summary line, rest of the paragraph) pairs from standard-library
+  docstrings (`docstring_pairs.py`; 300 held out), in-batch negatives, held-out
+  recall@1; the reference is sentence-transformers' `MultipleNegativesRankingLoss`
+  (scale 20) on the same recipe.
 
 Each row: mean, sample standard deviation and worst seed of the main
 metric, and for SQuAD how many seeds answer "" to every dev question.
@@ -42,7 +46,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data", "finetune")
-TASK_NAMES = ("squad", "docstrings", "sentiment", "ner")
+TASK_NAMES = ("squad", "docstrings", "sentiment", "ner", "embeddings")
+METRIC = {"squad": "f1", "docstrings": "accuracy", "sentiment": "accuracy", "ner": "f1",
+          "embeddings": "recall_at_1"}
 
 
 # === Data and tasks ===
@@ -51,6 +57,7 @@ def task_for(name, data_dir):
     """A fresh, unprepared tfbert task for one benchmark task."""
     from tfbert.tasks.classification import ClassificationTask
     from tfbert.tasks.question_answering import QuestionAnsweringTask
+    from tfbert.tasks.sentence_embedding import SentenceEmbeddingTask
     from tfbert.tasks.tagging import TaggingTask
 
     if name == "squad":
@@ -69,10 +76,16 @@ def task_for(name, data_dir):
     if name == "ner":
         return TaggingTask(dict(train_file=os.path.join(DATA, "ner_train.conll"),
                                 dev_file=os.path.join(DATA, "ner_dev.conll"), seq_length=64))
+    if name == "embeddings":
+        return SentenceEmbeddingTask(dict(
+            train_file=os.path.join(data_dir, "pairs", "train.tsv"),
+            dev_file=os.path.join(data_dir, "pairs", "dev.tsv"), loss="ranking",
+            text_column="query", text_b_column="passage", seq_length=48))
     raise ValueError(f"unknown quality task {name!r}; use {list(TASK_NAMES)}")
 
 
 def build_data(data_dir):
+    from benchmarks.docstring_pairs import docstring_pairs
     from benchmarks.docstring_task import build_docstring_task
     from benchmarks.squad_docs import build_squad_docs
 
@@ -80,6 +93,11 @@ def build_data(data_dir):
                      functions_per_paragraph=6)
     build_docstring_task(os.path.join(data_dir, "docstrings"), train_per_class=30,
                          dev_per_class=60, pool_per_class=0)
+    pairs = docstring_pairs()
+    os.makedirs(os.path.join(data_dir, "pairs"), exist_ok=True)
+    for split, rows in (("dev", pairs[:300]), ("train", pairs[300:])):
+        with open(os.path.join(data_dir, "pairs", f"{split}.tsv"), "w", encoding="utf-8") as f:
+            f.write("query\tpassage\n" + "".join(f"{q}\t{p}\n" for _, q, p in rows))
 
 
 # === tfbert ===
@@ -195,6 +213,8 @@ def reference_run(name, data_dir, checkpoint, hf_dir, recipe, seed):
 
     torch.set_num_threads(os.cpu_count() or 1)
     torch.manual_seed(seed)  # the new head's initial weights
+    if name == "embeddings":
+        return _sentence_transformers_run(data_dir, hf_dir, recipe, seed)
     task = task_for(name, data_dir)
     seq_length = task.config.seq_length
     task.prepare(BertPreprocessor.from_pretrained(checkpoint, seq_length=seq_length))
@@ -234,6 +254,52 @@ def reference_run(name, data_dir, checkpoint, hf_dir, recipe, seed):
     return task.score(logits, targets)
 
 
+def _sentence_transformers_run(data_dir, hf_dir, recipe, seed):
+    """sentence-transformers' MultipleNegativesRankingLoss (scale 20) on the
+    same pairs and recipe; held-out recall@1 by tfbert's retrieval metric."""
+    import torch
+    import transformers
+    from sentence_transformers import SentenceTransformer, losses
+
+    from tfbert.data import pairs as pair_readers
+    from tfbert.metrics.retrieval import retrieval_metrics
+
+    train = pair_readers.read_pairs(os.path.join(data_dir, "pairs", "train.tsv"), "query",
+                                    "passage")
+    dev = pair_readers.read_pairs(os.path.join(data_dir, "pairs", "dev.tsv"), "query", "passage")
+    model = SentenceTransformer(str(hf_dir), device="cpu")
+    model.max_seq_length = 48
+    loss = losses.MultipleNegativesRankingLoss(model, scale=20.0)
+    n, batch, epochs = len(train.anchor), recipe["batch_size"], recipe["epochs"]
+    total = math.ceil(n / batch) * epochs
+    no_decay = ("bias", "LayerNorm.weight")
+    params = list(model.named_parameters())
+    optimizer = torch.optim.AdamW(
+        [{"params": [p for k, p in params if not any(s in k for s in no_decay)],
+          "weight_decay": 0.01},
+         {"params": [p for k, p in params if any(s in k for s in no_decay)],
+          "weight_decay": 0.0}], lr=recipe["learning_rate"], eps=1e-8)
+    schedule = transformers.get_linear_schedule_with_warmup(optimizer, int(0.1 * total), total)
+    generator = torch.Generator().manual_seed(seed)
+    model.train()
+    for _ in range(epochs):
+        order = torch.randperm(n, generator=generator).tolist()
+        for i in range(0, n, batch):
+            rows = order[i:i + batch]
+            features = [model.tokenize([train.anchor[r] for r in rows]),
+                        model.tokenize([train.positive[r] for r in rows])]
+            value = loss(features, None)
+            value.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            schedule.step()
+            optimizer.zero_grad()
+    model.eval()
+    queries = model.encode(list(dev.anchor), batch_size=64)
+    passages = model.encode(list(dev.positive), batch_size=64)
+    return retrieval_metrics(queries, passages)
+
+
 # === The table ===
 
 def _stats(values):
@@ -256,7 +322,7 @@ def run(tasks=TASK_NAMES, seeds=(0, 1, 2), work=None, hf_dir=None, reference=Tru
     checkpoint = os.path.join(work, "minilm")
     if not os.path.isdir(checkpoint):
         from_huggingface(str(hf_dir), checkpoint)
-    metric = {"squad": "f1", "docstrings": "accuracy", "sentiment": "accuracy", "ner": "f1"}
+    metric = METRIC
     lines = ["| task | metric | seeds | tfbert mean +- sd | tfbert worst | reference mean +- sd "
              "| reference worst | difference of means | tfbert recipe (lr, batch, epochs; "
              "chosen epochs) |", "|---|---|---|---|---|---|---|---|---|"]

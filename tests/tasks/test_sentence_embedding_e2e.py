@@ -16,7 +16,6 @@
   embeddings from raw strings.
 """
 
-import importlib
 import inspect
 import json
 import random
@@ -25,6 +24,7 @@ import unicodedata
 import numpy as np
 import pytest
 
+from benchmarks.docstring_pairs import docstring_pairs, stdlib_objects
 from tfbert import SentenceEncoder
 from tfbert.convert import from_huggingface
 from tfbert.metrics.retrieval import retrieval_metrics
@@ -33,64 +33,10 @@ from tfbert.tasks.sentence_embedding import SentenceEmbeddingTask
 
 pytestmark = pytest.mark.slow
 
-MODULES = ("argparse ast asyncio.base_events base64 bisect bz2 calendar codecs collections "
-           "concurrent.futures configparser contextlib copy csv dataclasses datetime decimal "
-           "difflib email.message enum filecmp fnmatch fractions ftplib functools getopt gettext "
-           "glob gzip hashlib heapq hmac http.client imaplib inspect io ipaddress itertools json "
-           "locale logging lzma mailbox mimetypes multiprocessing.pool netrc numbers operator "
-           "optparse os pathlib pdb pickle pkgutil platform plistlib poplib pprint queue random "
-           "re reprlib sched secrets selectors shelve shlex shutil smtplib socket socketserver "
-           "sqlite3 ssl statistics string struct subprocess sysconfig tarfile tempfile textwrap "
-           "threading timeit tokenize trace traceback typing unittest.case urllib.parse "
-           "urllib.request uuid warnings wave weakref xml.dom.minidom xml.etree.ElementTree "
-           "zipfile zipimport").split()
 DEV = 300  # held-out pairs
 SEQ = 48  # wordpieces per text in training (queries are ~12, passages ~40)
 RECIPE = dict(batch_size=32, learning_rate=1e-4, steps=20, warmup_fraction=0.1,
               weight_decay=0.01, clipnorm=1.0)
-
-
-def stdlib_objects():
-    for name in MODULES:
-        try:
-            module = importlib.import_module(name)
-        except Exception:  # a module missing on this build (e.g. no _ssl)
-            continue
-        for attr, obj in sorted(vars(module).items()):
-            if getattr(obj, "__module__", None) != module.__name__:
-                continue
-            yield name, f"{name}.{attr}", obj
-            if inspect.isclass(obj):
-                for m, f in sorted(vars(obj).items()):
-                    if inspect.isfunction(f):
-                        yield name, f"{name}.{attr}.{m}", f
-
-
-def docstring_pairs():
-    """`(module, query, passage)`: each distinct query and passage once, in a
-    fixed order (sorted module by module, attribute by attribute)."""
-    seen_q, seen_p, rows = set(), set(), []
-    for module, _, obj in stdlib_objects():
-        doc = inspect.getdoc(obj) if inspect.isfunction(obj) or inspect.isclass(obj) else None
-        if not doc:
-            continue
-        paragraphs = [p for p in doc.split("\n\n") if p.strip()]
-        lines = paragraphs[0].split("\n")
-        if len(lines) > 1:  # summary line, then the rest of its paragraph
-            query, passage = lines[0], " ".join(lines[1:])
-        elif len(paragraphs) > 1:  # PEP 257: summary line, blank line, body
-            query, passage = lines[0], paragraphs[1]
-        else:
-            continue
-        query, passage = " ".join(query.split()), " ".join(passage.split())
-        if (len(query) < 15 or len(passage) < 40 or query in seen_q or passage in seen_p
-                or passage.startswith((">>>", ":", "Args", "Parameters", "Example"))):
-            continue
-        seen_q.add(query)
-        seen_p.add(passage)
-        rows.append((module, query, passage))
-    random.Random(0).shuffle(rows)
-    return rows
 
 
 def write_tsv(path, header, rows):
@@ -132,7 +78,7 @@ def test_encode_matches_sentence_transformers(minilm_ckpt, minilm_dir):
 def sentence_transformers_recall(minilm_dir, train, dev):
     """The same recipe in sentence-transformers/PyTorch: MiniLM, in-batch
     negatives (MultipleNegativesRankingLoss, scale 20), AdamW (no decay on
-    biases/LayerNorm, eps 1e-6 as tfbert), linear warmup then decay, global
+    biases/LayerNorm, eps 1e-8 as tfbert), linear warmup then decay, global
     grad-norm clip 1.0, dropout on, batch 32, same steps."""
     import torch
     from sentence_transformers import SentenceTransformer, losses
@@ -147,7 +93,7 @@ def sentence_transformers_recall(minilm_dir, train, dev):
     steps, batch = RECIPE["steps"], RECIPE["batch_size"]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": RECIPE["weight_decay"]},
                              {"params": plain, "weight_decay": 0.0}],
-                            lr=RECIPE["learning_rate"], eps=1e-6)
+                            lr=RECIPE["learning_rate"], eps=1e-8)
     schedule = get_linear_schedule_with_warmup(opt, int(RECIPE["warmup_fraction"] * steps), steps)
     order = list(range(len(train)))
     random.Random(0).shuffle(order)

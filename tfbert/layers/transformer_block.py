@@ -1,6 +1,9 @@
 """`TransformerBlock`: one post-layer-norm BERT encoder layer."""
 
+import math
+
 import keras
+from keras import ops
 
 from tfbert.layers.activations import get_activation
 
@@ -82,13 +85,16 @@ class TransformerBlock(keras.layers.Layer):
         self.built = True
 
     def call(self, x, attention_mask=None, training=None, return_attention_probs=False):
-        attended, probs = self.self_attention(
-            x,
-            x,
-            attention_mask=attention_mask,
-            return_attention_scores=True,
-            training=training,
-        )
+        if self.compute_dtype == "bfloat16":
+            attended, probs = self._attention_2d(x, attention_mask, training)
+        else:
+            attended, probs = self.self_attention(
+                x,
+                x,
+                attention_mask=attention_mask,
+                return_attention_scores=True,
+                training=training,
+            )
         x = self.attention_layer_norm(x + self.attention_dropout(attended, training=training))
         # The feed-forward runs on a 2-D [tokens, hidden] view: without XLA,
         # TF's oneDNN rewrite then fuses bias and GELU into the matmul (on 3-D
@@ -100,6 +106,46 @@ class TransformerBlock(keras.layers.Layer):
         if return_attention_probs:
             return x, probs
         return x
+
+    def _attention_2d(self, x, attention_mask, training):
+        """`self.self_attention`'s computation, with its weights, on a 2-D
+        [tokens, hidden] view: each projection is one matmul whose bias TF's
+        oneDNN rewrite fuses (Keras' EinsumDense runs a 3-D einsum and a
+        separate bias add, an unfused bf16 elementwise pass). Used for
+        bfloat16 only: under XLA in fp32 it measured slower (33 -> 23 seq/s,
+        MiniLM b32), in bf16 on AMX faster (see docs/cpu_speed.md)."""
+        mha = self.self_attention
+        hidden, heads = self.hidden_size, self.num_heads
+        head_size = hidden // heads
+        dtype = self.compute_dtype
+        shape = ops.shape(x)
+        flat = ops.reshape(x, (-1, hidden))
+
+        def project(dense):
+            kernel = ops.cast(ops.reshape(dense.kernel, (hidden, hidden)), dtype)
+            bias = ops.cast(ops.reshape(dense.bias, (hidden,)), dtype)
+            out = ops.matmul(flat, kernel) + bias
+            return ops.reshape(out, (shape[0], shape[1], heads, head_size))
+
+        # As Keras' MultiHeadAttention: scale the projected query, mask with
+        # -1e9, softmax, zero the masked probabilities, dropout on them.
+        query = project(mha._query_dense) * ops.cast(1.0 / math.sqrt(head_size), dtype)
+        key = project(mha._key_dense)
+        value = project(mha._value_dense)
+        scores = ops.matmul(ops.transpose(query, (0, 2, 1, 3)), ops.transpose(key, (0, 2, 3, 1)))
+        if attention_mask is not None:
+            mask = ops.expand_dims(attention_mask, 1)
+            scores = ops.where(mask, scores, ops.cast(-1e9, scores.dtype))
+        probs = ops.softmax(scores, axis=-1)
+        if attention_mask is not None:
+            probs = ops.where(mask, probs, ops.cast(0.0, probs.dtype))
+        mixed = ops.matmul(mha._dropout_layer(probs, training=training),
+                           ops.transpose(value, (0, 2, 1, 3)))
+        mixed = ops.reshape(ops.transpose(mixed, (0, 2, 1, 3)), (-1, hidden))
+        out = mha._output_dense
+        attended = (ops.matmul(mixed, ops.cast(ops.reshape(out.kernel, (hidden, hidden)), dtype))
+                    + ops.cast(out.bias, dtype))
+        return ops.reshape(attended, shape), probs
 
     def get_config(self):
         config = super().get_config()

@@ -576,9 +576,9 @@ def engine_rows(model_dir, workdir, batch=ENGINE_BATCH, seq=SEQ, use_torch_compi
 
     add("PyTorch fp32 eager", lambda: torch_call(model))
     if use_torch_compile:
-        compiled = torch.compile(model)
-        torch_call(compiled)
-        add("PyTorch fp32 torch.compile", lambda: torch_call(compiled))
+        torch_compiled = torch.compile(model)
+        torch_call(torch_compiled)
+        add("PyTorch fp32 torch.compile", lambda m=torch_compiled: torch_call(m))
     if torch_bf16:
         add("PyTorch bf16 autocast eager", lambda: torch_call(model, True))
 

@@ -2,7 +2,8 @@
 only, on two seeds (slow).
 
 - `finetune` with only the data and the checkpoint given (the recipe picks
-  learning rate, batch size and epochs; a held-out slice picks the epoch)
+  learning rate, batch size and epochs; the training file is too small to
+  hold out a slice worth choosing on, so the last epoch is kept)
   trains models that answer on every seed, well above always-unanswerable,
   and their mean F1 is within 5 points of the transformers reference trained
   on the same recipe, data and weights (`benchmarks/bench_quality.py`; one
@@ -89,7 +90,8 @@ def test_squad_defaults_answer_on_every_seed_and_serve(tmp_path, minilm_dir, mon
                   f"({reference['answers']} answered)")
             theirs.append(reference["f1"])
         assert recipe["epochs"] > 3  # small data: more passes (300+ steps), not 2-3 epochs
-        assert result.selected_on.startswith("validation: 10% of the training file")
+        # 10% of 50 paragraphs is 5: too few to choose on; all 50 train, the last epoch is kept.
+        assert result.selected_on.startswith("none (10% of 50 paragraphs is 5")
         assert answers > 10, f"seed {seed}: the model (nearly) never answers"
         assert scores["f1"] > never_answers + 25
         ours.append(scores["f1"])

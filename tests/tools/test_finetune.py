@@ -96,20 +96,25 @@ def test_random_init_by_config_bf16_summary_and_one_run_per_model_dir(
     proc = run_tool(*args)
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary_block = proc.stdout.split("Fine-tuning summary:")[1]
-    # 16 of the 160 sentences are held out to choose the epoch (seeded split).
-    assert "train_examples   144" in summary_block
-    assert "labels           negative: 72, positive: 72" in summary_block
-    assert "truncated        0 of 144" in summary_block
-    assert ("selected_on      validation: 10% of the training file held out (16 examples)"
-            in summary_block)
+    assert "train_examples   160" in summary_block
+    assert "labels           negative: 80, positive: 80" in summary_block
+    assert "truncated        0 of 160" in summary_block
+    # 10% of 160 is too few to choose on: the whole file trains, the last epoch is kept.
+    assert ("selected_on      none (10% of 160 examples is 16, fewer than 50: too few to "
+            "choose on)" in summary_block)
     assert "learning_rate    5e-05 (config)" in summary_block
     assert "total_steps      3" in summary_block and "warmup_steps     0" in summary_block
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["recipe"]["dtype_policy"] == "mixed_bfloat16"
     assert results["recipe"]["epochs"] == 1
-    assert results["selected_on"].startswith("validation: 10% of the training file")
-    held_out = (tmp_path / "run" / "validation_split" / "validation.tsv").read_text()
-    assert len(held_out.splitlines()) == 17 and held_out.startswith("sentence\tlabel\n")
+    assert results["selected_on"].startswith("none (10% of 160 examples is 16")
+    # A validation file chooses, and results.json says so.
+    proc = run_tool(*args, "--set=train.validation_file=tests/data/finetune/sentiment_dev.tsv",
+                    f"--model_dir={tmp_path / 'validated'}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads((tmp_path / "validated" / "results.json").read_text())
+    assert results["selected_on"] == "validation: tests/data/finetune/sentiment_dev.tsv"
+    assert "validation_accuracy" in results["dev_scores"][0]
     out = run_python(
         "import json, tensorflow as tf\nfrom tfbert.export.task_model import load_task_model\n"
         f"m = load_task_model({results['export_dir']!r})\n"

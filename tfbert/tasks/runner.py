@@ -5,7 +5,8 @@ over 10% of the steps and linear decay to 0; learning rate, batch size and
 epochs by model and data size unless set; `model.fit` with XLA. After every
 epoch the task metric is computed on validation data (`train.validation_file`,
 or by default a held-out 10% of the training file, written to
-`<model_dir>/validation_split/`) and on the dev file. The validation score
+`<model_dir>/validation_split/`, when that is at least 50 examples) and on the
+dev file. The validation score
 chooses the epoch (ties: lower validation loss); the dev file is only
 reported. The chosen epoch's weights are kept (`<model_dir>/best.weights.h5`)
 and exported. How a task trains is the task's `fit` (`tfbert.tasks.base.Task`).
@@ -23,10 +24,10 @@ for pretrained weights):
 ...                   vocab_file="tests/data/pretraining/vocab.txt")
 >>> result.main_metric, len(result.dev_scores), sorted(result.dev_scores[0])[:3]
 ('accuracy', 2, ['accuracy', 'f1', 'mcc'])
->>> result.selected_on
-'validation: 10% of the training file held out (16 examples)'
->>> sorted(k for k in result.dev_scores[0] if k.startswith("validation_"))
-['validation_accuracy', 'validation_f1', 'validation_loss', 'validation_mcc']
+>>> result.selected_on  # 160 sentences: too few to hold out a useful slice
+'none (10% of 160 examples is 16, fewer than 50: too few to choose on): the whole training file trains and the last epoch is kept'
+>>> result.best_epoch
+2
 """
 
 import dataclasses
@@ -156,7 +157,8 @@ def choose_validation(task, train, model_dir):
         split = task.split_validation(train_file, os.path.join(model_dir, "validation_split"),
                                       train.validation_fraction, train.seed)
     except TooSmallToSplit as e:
-        return None, f"none ({e}: too few to hold out): the last epoch is kept"
+        return None, (f"none ({e}: too few to choose on): the whole training file trains and "
+                      "the last epoch is kept")
     if split is None:
         return None, f"none ({task.name} cannot hold out data): the last epoch is kept"
     train_part, validation = split

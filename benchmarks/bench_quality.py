@@ -155,15 +155,12 @@ def _arrays(batches, seq_length, label_keys=()):
     return {k: np.concatenate(v).astype("int64") for k, v in out.items()}
 
 
-def _torch_fit(model, arrays, recipe, seed):
-    """The reference loop: AdamW, warmup + linear decay, clipping, every
-    example once per epoch (the last partial batch kept), the last epoch kept."""
+def _torch_optimizer(model, recipe, total, seed):
+    """`(optimizer, schedule, shuffle generator)`: torch's AdamW (epsilon 1e-8,
+    weight decay 0.01 off biases and LayerNorm), 10% warmup + linear decay."""
     import torch
     import transformers
 
-    n = len(arrays["input_ids"])
-    batch, epochs = recipe["batch_size"], recipe["epochs"]
-    total = math.ceil(n / batch) * epochs
     no_decay = ("bias", "LayerNorm.weight")
     params = list(model.named_parameters())
     optimizer = torch.optim.AdamW(
@@ -172,23 +169,41 @@ def _torch_fit(model, arrays, recipe, seed):
          {"params": [p for k, p in params if any(s in k for s in no_decay)],
           "weight_decay": 0.0}], lr=recipe["learning_rate"], eps=1e-8)
     schedule = transformers.get_linear_schedule_with_warmup(optimizer, int(0.1 * total), total)
-    generator = torch.Generator().manual_seed(seed)
+    return optimizer, schedule, torch.Generator().manual_seed(seed)
+
+
+def _torch_train(model, n, recipe, seed, batch_loss):
+    """The reference loop: every example once per epoch in a seeded order (the
+    last partial batch kept), `batch_loss(rows)` then backward, clipping at 1,
+    AdamW and schedule steps; the last epoch is kept."""
+    import torch
+
+    batch, epochs = recipe["batch_size"], recipe["epochs"]
+    optimizer, schedule, generator = _torch_optimizer(
+        model, recipe, math.ceil(n / batch) * epochs, seed)
     model.train()
     for _ in range(epochs):
         order = torch.randperm(n, generator=generator).numpy()
         for i in range(0, n, batch):
-            rows = order[i:i + batch]
-            longest = int(arrays["attention_mask"][rows].sum(1).max())
-            inputs = {k: torch.from_numpy(v[rows][:, :longest] if v.ndim == 2 else v[rows])
-                      for k, v in arrays.items()}
-            loss = model(**inputs).loss
-            loss.backward()
+            batch_loss(order[i:i + batch]).backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             schedule.step()
             optimizer.zero_grad()
     model.eval()
     return model
+
+
+def _torch_fit(model, arrays, recipe, seed):
+    """`_torch_train` on padded arrays, each batch cut to its longest row."""
+    import torch
+
+    def batch_loss(rows):
+        longest = int(arrays["attention_mask"][rows].sum(1).max())
+        return model(**{k: torch.from_numpy(v[rows][:, :longest] if v.ndim == 2 else v[rows])
+                        for k, v in arrays.items()}).loss
+
+    return _torch_train(model, len(arrays["input_ids"]), recipe, seed, batch_loss)
 
 
 def _torch_logits(model, inputs, *keys):
@@ -257,8 +272,6 @@ def reference_run(name, data_dir, checkpoint, hf_dir, recipe, seed):
 def _sentence_transformers_run(data_dir, hf_dir, recipe, seed):
     """sentence-transformers' MultipleNegativesRankingLoss (scale 20) on the
     same pairs and recipe; held-out recall@1 by tfbert's retrieval metric."""
-    import torch
-    import transformers
     from sentence_transformers import SentenceTransformer, losses
 
     from tfbert.data import pairs as pair_readers
@@ -270,31 +283,9 @@ def _sentence_transformers_run(data_dir, hf_dir, recipe, seed):
     model = SentenceTransformer(str(hf_dir), device="cpu")
     model.max_seq_length = 48
     loss = losses.MultipleNegativesRankingLoss(model, scale=20.0)
-    n, batch, epochs = len(train.anchor), recipe["batch_size"], recipe["epochs"]
-    total = math.ceil(n / batch) * epochs
-    no_decay = ("bias", "LayerNorm.weight")
-    params = list(model.named_parameters())
-    optimizer = torch.optim.AdamW(
-        [{"params": [p for k, p in params if not any(s in k for s in no_decay)],
-          "weight_decay": 0.01},
-         {"params": [p for k, p in params if any(s in k for s in no_decay)],
-          "weight_decay": 0.0}], lr=recipe["learning_rate"], eps=1e-8)
-    schedule = transformers.get_linear_schedule_with_warmup(optimizer, int(0.1 * total), total)
-    generator = torch.Generator().manual_seed(seed)
-    model.train()
-    for _ in range(epochs):
-        order = torch.randperm(n, generator=generator).tolist()
-        for i in range(0, n, batch):
-            rows = order[i:i + batch]
-            features = [model.tokenize([train.anchor[r] for r in rows]),
-                        model.tokenize([train.positive[r] for r in rows])]
-            value = loss(features, None)
-            value.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            optimizer.zero_grad()
-    model.eval()
+    _torch_train(model, len(train.anchor), recipe, seed, lambda rows: loss(
+        [model.tokenize([train.anchor[r] for r in rows]),
+         model.tokenize([train.positive[r] for r in rows])], None))
     queries = model.encode(list(dev.anchor), batch_size=64)
     passages = model.encode(list(dev.positive), batch_size=64)
     return retrieval_metrics(queries, passages)

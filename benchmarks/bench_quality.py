@@ -38,6 +38,7 @@ metric, and for SQuAD how many seeds answer "" to every dev question.
 
 import math
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -109,8 +110,12 @@ def tfbert_run(name, data_dir, checkpoint, seed, work):
     from tfbert.tasks.runner import TrainConfig, finetune
 
     task = task_for(name, data_dir)
-    result = finetune(task, TrainConfig(seed=seed, verbose=0),
-                      os.path.join(work, f"tfbert_{name}_{seed}"), init_checkpoint=checkpoint)
+    model_dir = os.path.join(work, f"tfbert_{name}_{seed}")
+    # A fresh run each time: finetune() resumes from what a model_dir holds,
+    # and an earlier (or interrupted) run's state must not leak into this one.
+    shutil.rmtree(model_dir, ignore_errors=True)
+    result = finetune(task, TrainConfig(seed=seed, verbose=0), model_dir,
+                      init_checkpoint=checkpoint)
     scores = dict(result.dev_scores[result.best_epoch - 1])
     if name == "squad":
         scores["answers"] = _answer_count(task, result.model, task.config.dev_file)

@@ -39,8 +39,10 @@ SENTENCES = ["An absolutely wonderful, heartfelt film.",
 
 flags.DEFINE_string("output_dir", os.path.join(ROOT, "saved_models", "quickstart"),
                     "Where everything is written (recreated).")
-flags.DEFINE_integer("epochs", 4, "Fine-tuning epochs (both runs).")
-flags.DEFINE_float("learning_rate", 1e-4, "Fine-tuning learning rate (both runs).")
+flags.DEFINE_integer("epochs", None,
+                     "Fine-tuning epochs (both runs); unset: tfbert.train.recipe chooses.")
+flags.DEFINE_float("learning_rate", None,
+                   "Fine-tuning learning rate (both runs); unset: tfbert.train.recipe chooses.")
 FLAGS = flags.FLAGS
 
 
@@ -116,9 +118,12 @@ def run(out):
     tfbert.convert.from_huggingface(minilm_dir(), checkpoint)
     print(f"tfbert checkpoint: {checkpoint}")
 
-    train = TrainConfig(batch_size=16, learning_rate=FLAGS.learning_rate, epochs=FLAGS.epochs,
+    # The recipe's defaults, as a user with a small set gets them (issue 33):
+    # 160 sentences -> lr 1e-4, batch 16, 20 epochs (200 steps), last epoch kept.
+    train = TrainConfig(learning_rate=FLAGS.learning_rate, epochs=FLAGS.epochs,
                         verbose=2, tensorboard=False)
-    step(2, f"Fine-tune a sentiment classifier from the converted weights ({FLAGS.epochs} epochs)")
+    epochs = f"{FLAGS.epochs} epochs" if FLAGS.epochs else "the recipe's defaults"
+    step(2, f"Fine-tune a sentiment classifier from the converted weights ({epochs})")
     export_dir = os.path.join(out, "sentiment", "1")
     run_dir = os.path.join(out, "runs", "pretrained")
     pretrained = finetune(sentiment_task(), train, run_dir, init_checkpoint=checkpoint,

@@ -15,8 +15,9 @@ Fine-tuning"). So:
   larger: 3e-5 (measured here: a `tiny` model needs ~1e-3, MiniLM 1e-4);
 - batch size 16 below `LARGE_DATA` examples (twice the updates per epoch),
   32 above;
-- epochs: 3, raised until training takes at least `MIN_TRAIN_STEPS` steps
-  (small data gets more passes), at most `MAX_AUTO_EPOCHS`.
+- epochs: 3, raised until training takes at least `train.min_steps`
+  optimizer steps (default 300; small data gets more passes), at most
+  `MAX_AUTO_EPOCHS`.
 
 The epoch kept is chosen on held-out validation data (`TrainConfig`), so
 more epochs than needed cost time, not quality. Values set in the config
@@ -37,7 +38,6 @@ import math
 from tfbert.data.batching import steps_per_epoch
 from tfbert.train.train_config import TrainConfig
 
-MIN_TRAIN_STEPS = 300
 MAX_AUTO_EPOCHS = 20
 LARGE_DATA = 10_000  # examples (or QA windows) from which batch 32 is the default
 
@@ -66,9 +66,9 @@ def resolve(train, num_examples, encoder_config):
         notes["batch_size"] = f"{batch_size} (config)"
     if epochs is None:
         steps = train.steps_per_epoch or steps_per_epoch(num_examples, batch_size)
-        epochs = min(MAX_AUTO_EPOCHS, max(3, math.ceil(MIN_TRAIN_STEPS / steps)))
+        epochs = min(MAX_AUTO_EPOCHS, max(3, math.ceil(train.min_steps / steps)))
         notes["epochs"] = (f"{epochs} (auto: {num_examples} examples, at least "
-                           f"{MIN_TRAIN_STEPS} steps)")
+                           f"{train.min_steps} steps)")
     else:
         notes["epochs"] = f"{epochs} (config)"
     train = dataclasses.replace(train, learning_rate=learning_rate, batch_size=batch_size,

@@ -36,6 +36,7 @@ Each row: mean, sample standard deviation and worst seed of the main
 metric, and for SQuAD how many seeds answer "" to every dev question.
 """
 
+import dataclasses
 import math
 import os
 import shutil
@@ -103,7 +104,7 @@ def build_data(data_dir):
 
 # === tfbert ===
 
-def tfbert_run(name, data_dir, checkpoint, seed, work):
+def tfbert_run(name, data_dir, checkpoint, seed, work, min_steps=None):
     """`(dev scores of the chosen epoch, resolved recipe)` of tfbert's defaults."""
     import keras
 
@@ -114,8 +115,10 @@ def tfbert_run(name, data_dir, checkpoint, seed, work):
     # A fresh run each time: finetune() resumes from what a model_dir holds,
     # and an earlier (or interrupted) run's state must not leak into this one.
     shutil.rmtree(model_dir, ignore_errors=True)
-    result = finetune(task, TrainConfig(seed=seed, verbose=0), model_dir,
-                      init_checkpoint=checkpoint)
+    train = TrainConfig(seed=seed, verbose=0)
+    if min_steps:  # a different step floor than the default's (the reference follows it)
+        train = dataclasses.replace(train, min_steps=min_steps)
+    result = finetune(task, train, model_dir, init_checkpoint=checkpoint)
     scores = dict(result.dev_scores[result.best_epoch - 1])
     if name == "squad":
         scores["answers"] = _answer_count(task, result.model, task.config.dev_file)
@@ -231,7 +234,7 @@ def reference_run(name, data_dir, checkpoint, hf_dir, recipe, seed):
 
     from tfbert.text.preprocessor import BertPreprocessor
 
-    torch.set_num_threads(os.cpu_count() or 1)
+    torch.set_num_threads(len(os.sched_getaffinity(0)))  # the cores this process may use
     torch.manual_seed(seed)  # the new head's initial weights
     if name == "embeddings":
         return _sentence_transformers_run(data_dir, hf_dir, recipe, seed)
@@ -304,7 +307,8 @@ def _stats(values):
     return mean, sd, min(values)
 
 
-def run(tasks=TASK_NAMES, seeds=(0, 1, 2), work=None, hf_dir=None, reference=True):
+def run(tasks=TASK_NAMES, seeds=(0, 1, 2), work=None, hf_dir=None, reference=True,
+        min_steps=None):
     """Runs every task over `seeds`; returns the report lines (Markdown)."""
     from tfbert.convert import from_huggingface
 
@@ -327,7 +331,7 @@ def run(tasks=TASK_NAMES, seeds=(0, 1, 2), work=None, hf_dir=None, reference=Tru
         ours, theirs, recipes = [], [], []
         for seed in seeds:
             start = time.perf_counter()
-            scores, recipe = tfbert_run(name, data_dir, checkpoint, seed, work)
+            scores, recipe = tfbert_run(name, data_dir, checkpoint, seed, work, min_steps)
             ours.append(scores[metric[name]])
             recipes.append(recipe)
             note = f" answers {scores['answers']}" if "answers" in scores else ""
@@ -368,10 +372,13 @@ if __name__ == "__main__":
     flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds.")
     flags.DEFINE_string("work", None, "Work directory (data, converted checkpoint, runs).")
     flags.DEFINE_boolean("reference", True, "Also train the transformers reference.")
+    flags.DEFINE_integer("min_steps", None, "train.min_steps for tfbert (default: the "
+                         "TrainConfig default); the reference trains the epochs it gives.")
 
     def main(argv):
         del argv
         F = flags.FLAGS
-        print("\n".join(run(F.tasks, [int(s) for s in F.seeds], F.work, reference=F.reference)))
+        print("\n".join(run(F.tasks, [int(s) for s in F.seeds], F.work, reference=F.reference,
+                             min_steps=F.min_steps)))
 
     app.run(main)

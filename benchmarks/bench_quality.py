@@ -204,12 +204,14 @@ def _torch_train(model, n, recipe, seed, batch_loss):
 
 def _torch_fit(model, arrays, recipe, seed):
     """`_torch_train` on padded arrays, each batch cut to its longest row."""
+    import numpy as np
     import torch
 
     def batch_loss(rows):
         longest = int(arrays["attention_mask"][rows].sum(1).max())
-        return model(**{k: torch.from_numpy(v[rows][:, :longest] if v.ndim == 2 else v[rows])
-                        for k, v in arrays.items()}).loss
+        # Contiguous: the token classifier's loss calls .view() on the labels.
+        return model(**{k: torch.from_numpy(np.ascontiguousarray(
+            v[rows][:, :longest] if v.ndim == 2 else v[rows])) for k, v in arrays.items()}).loss
 
     return _torch_train(model, len(arrays["input_ids"]), recipe, seed, batch_loss)
 

@@ -236,7 +236,9 @@ def reference_run(name, data_dir, checkpoint, hf_dir, recipe, seed):
 
     from tfbert.text.preprocessor import BertPreprocessor
 
-    torch.set_num_threads(len(os.sched_getaffinity(0)))  # the cores this process may use
+    # The cores this process may use (taskset), where the OS says.
+    torch.set_num_threads(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                          else os.cpu_count() or 1)
     torch.manual_seed(seed)  # the new head's initial weights
     if name == "embeddings":
         return _sentence_transformers_run(data_dir, hf_dir, recipe, seed)

@@ -2,8 +2,12 @@
 the names the docstring examples use without importing them."""
 
 import os
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# The repository root on sys.path, once for every test: tests import
+# `benchmarks.*` and `tools.*`, and --import-mode=importlib does not add it.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import pytest
 

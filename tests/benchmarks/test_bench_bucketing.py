@@ -2,14 +2,11 @@
 real tokens (a tokenizer mix-up there once fed PyTorch one [UNK] per word).
 Speeds are printed by `tools/benchmark.py --what=bucketing`, never asserted."""
 
-import pathlib
-import sys
 
 import pytest
 
 # benchmarks/ is a top-level folder of the repository, not part of the package.
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
-from benchmarks import bench_bucketing  # noqa: E402
+from benchmarks import bench_bucketing
 
 
 @pytest.mark.slow

@@ -2,14 +2,11 @@
 random BERT: every row runs, and its pooled output agrees with PyTorch
 (speeds are printed by the benchmark, never asserted)."""
 
-import pathlib
-import sys
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
-from benchmarks import bench_peers  # noqa: E402
+from benchmarks import bench_peers
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

@@ -4,13 +4,10 @@ batch 1 and 8 with the embeddings sentence-transformers gives (latencies are
 printed by the benchmark, never asserted)."""
 
 import json
-import pathlib
-import sys
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
-from benchmarks import bench_latency  # noqa: E402
+from benchmarks import bench_latency
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

@@ -3,14 +3,11 @@ its FLOP count matches the standard BERT-base figure. (Speeds are printed by
 `tools/benchmark.py --peers`, never asserted.)"""
 
 import json
-import pathlib
-import sys
 
 import pytest
 
 # benchmarks/ is a top-level folder of the repository, not part of the package.
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
-from benchmarks import bench_peers  # noqa: E402
+from benchmarks import bench_peers
 
 
 def test_flops_per_sequence_bert_base():

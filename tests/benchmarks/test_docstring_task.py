@@ -2,12 +2,9 @@
 sentences, disjoint splits, balanced classes, deterministic for a seed."""
 
 import collections
-import pathlib
-import sys
 
 # benchmarks/ is a top-level folder of the repository, not part of the package.
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
-from benchmarks.docstring_task import build_docstring_task  # noqa: E402
+from benchmarks.docstring_task import build_docstring_task
 
 
 def rows(path, header):

@@ -20,8 +20,6 @@ teacher) against gold-only 0.650, 0.630, 0.663. This test runs seed 1
 (README, "Smaller and faster models")."""
 
 import os
-import pathlib
-import sys
 
 import numpy as np
 import pytest
@@ -31,9 +29,8 @@ from tfbert.tasks.distillation import DistillationTask, augment_texts, read_tran
 from tfbert.tasks.runner import TrainConfig, finetune
 from tfbert.train.distill import DistillConfig, init_student
 
-# benchmarks/ is a top-level folder of the repository, not part of the package.
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
-from benchmarks import docstring_task  # noqa: E402
+# benchmarks/ is a top-level folder of the repository (conftest.py puts it on sys.path).
+from benchmarks import docstring_task
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -21,20 +21,16 @@ are new combinations and orders.
 
 import json
 import os
-import pathlib
 import statistics
-import sys
 
 import numpy as np
 import pytest
 
-# The repository root, for `benchmarks.*` when this file runs on its own.
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
-from benchmarks import bench_quality  # noqa: E402
-from benchmarks.squad_docs import build_squad_docs  # noqa: E402
-from tfbert.metrics.squad import squad_scores  # noqa: E402
-from tfbert.tasks.question_answering import QuestionAnsweringTask  # noqa: E402
-from tfbert.tasks.runner import TrainConfig, finetune  # noqa: E402
+from benchmarks import bench_quality
+from benchmarks.squad_docs import build_squad_docs
+from tfbert.metrics.squad import squad_scores
+from tfbert.tasks.question_answering import QuestionAnsweringTask
+from tfbert.tasks.runner import TrainConfig, finetune
 
 pytestmark = pytest.mark.slow
 

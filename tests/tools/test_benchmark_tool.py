@@ -6,9 +6,9 @@ import pathlib
 import subprocess
 import sys
 
+from tools import benchmark
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-from tools import benchmark  # noqa: E402
 
 
 def test_every_benchmark_imports_into_one_process():

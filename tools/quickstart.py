@@ -109,6 +109,11 @@ def run(out):
     from tfbert.models.sentence_encoder import SentenceEncoder
     from tfbert.tasks.runner import TrainConfig, finetune
 
+    # The recipe's defaults, as a user with a small set gets them (issue 33):
+    # 160 sentences -> lr 1e-4, batch 16, 20 epochs (200 steps), last epoch kept.
+    # Built first, so a bad --epochs or --learning_rate fails before any work.
+    train = TrainConfig(learning_rate=FLAGS.learning_rate, epochs=FLAGS.epochs,
+                        verbose=2, tensorboard=False)
     start = time.time()
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
@@ -118,10 +123,6 @@ def run(out):
     tfbert.convert.from_huggingface(minilm_dir(), checkpoint)
     print(f"tfbert checkpoint: {checkpoint}")
 
-    # The recipe's defaults, as a user with a small set gets them (issue 33):
-    # 160 sentences -> lr 1e-4, batch 16, 20 epochs (200 steps), last epoch kept.
-    train = TrainConfig(learning_rate=FLAGS.learning_rate, epochs=FLAGS.epochs,
-                        verbose=2, tensorboard=False)
     epochs = f"{FLAGS.epochs} epochs" if FLAGS.epochs else "the recipe's defaults"
     step(2, f"Fine-tune a sentiment classifier from the converted weights ({epochs})")
     export_dir = os.path.join(out, "sentiment", "1")

@@ -56,3 +56,19 @@ def test_main_job_writes_every_artifact_and_beats_its_baselines(tmp_path):
     dev = dict(line.split("\t") for line in (
         ROOT / "tests" / "data" / "finetune" / "sentiment_dev.tsv").read_text().splitlines()[1:])
     assert dev[best_sentence] == "positive"
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("--epochs=0", "quickstart: error: TrainConfig.epochs: must be >= 1, got 0."),
+    ("--learning_rate=-1e-4", "quickstart: error: TrainConfig.learning_rate: must be > 0"),
+])
+def test_a_bad_training_flag_is_one_line_before_any_work(tmp_path, flag, message):
+    out = tmp_path / "quickstart"
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "quickstart.py"), flag,
+                             f"--output_dir={out}"], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("quickstart:")]
+    assert len(errors) == 1 and errors[0].startswith(message), result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert not out.exists()  # nothing converted or written

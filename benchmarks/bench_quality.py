@@ -377,7 +377,8 @@ if __name__ == "__main__":
     flags.DEFINE_string("work", None, "Work directory (data, converted checkpoint, runs).")
     flags.DEFINE_boolean("reference", True, "Also train the transformers reference.")
     flags.DEFINE_integer("min_steps", None, "train.min_steps for tfbert (default: the "
-                         "TrainConfig default); the reference trains the epochs it gives.",
+                         "task's floor, 600 for squad, 300 for the others); the reference "
+                         "trains the epochs it gives.",
                          lower_bound=1)
     flags.register_validator("seeds", lambda seeds: all(s.isdigit() for s in seeds),
                              "--seeds: comma-separated non-negative integers, e.g. 0,1,2")

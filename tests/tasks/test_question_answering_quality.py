@@ -1,9 +1,11 @@
 """SQuAD v2 end to end from converted all-MiniLM-L6-v2, with the defaults
 only, on two seeds (slow).
 
-- `finetune` with only the data and the checkpoint given (the recipe picks
-  learning rate, batch size and epochs; the training file is too small to
-  hold out a slice worth choosing on, so the last epoch is kept)
+- `finetune` with only the data, the checkpoint and a step floor of 300
+  given (the recipe picks learning rate, batch size and epochs; the training
+  file is too small to hold out a slice worth choosing on, so the last epoch
+  is kept; question answering's default floor is 600, measured over 5 seeds
+  by `benchmarks/bench_quality.py`)
   trains models that answer on every seed, well above always-unanswerable,
   and their mean F1 is within 5 points of the transformers reference trained
   on the same recipe, data and weights (`benchmarks/bench_quality.py`; one
@@ -35,6 +37,10 @@ from tfbert.tasks.runner import TrainConfig, finetune
 pytestmark = pytest.mark.slow
 
 SEEDS = (0, 1)
+# Half question answering's default floor (600): the collapse this test
+# exists to catch is likelier with fewer steps, and 600 steps took the test
+# from 640 s to about 1,300 s, over CI's budget (docs/quality.md).
+MIN_STEPS = 300
 
 SERVE = """
 import json
@@ -73,7 +79,8 @@ def test_squad_defaults_answer_on_every_seed_and_serve(tmp_path, minilm_dir, mon
     ours, theirs, first = [], [], None
     for seed in SEEDS:
         task = small_task("squad", str(data))
-        result = finetune(task, TrainConfig(seed=seed, verbose=0), str(tmp_path / f"run{seed}"),
+        result = finetune(task, TrainConfig(seed=seed, min_steps=MIN_STEPS, verbose=0),
+                          str(tmp_path / f"run{seed}"),
                           init_checkpoint=checkpoint,
                           export_dir=str(tmp_path / "export") if first is None else None)
         scores = result.dev_scores[result.best_epoch - 1]

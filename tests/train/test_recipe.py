@@ -3,7 +3,7 @@
 import pytest
 
 from tfbert import BertConfig
-from tfbert.train.recipe import MAX_AUTO_EPOCHS, auto_learning_rate, resolve
+from tfbert.train.recipe import DEFAULT_MIN_STEPS, MAX_AUTO_EPOCHS, auto_learning_rate, resolve
 from tfbert.train.train_config import TrainConfig
 
 MINILM = BertConfig(vocab_size=30522, hidden_size=384, num_layers=6, num_heads=12,
@@ -29,6 +29,23 @@ def test_min_steps_raises_the_epochs_up_to_the_cap():
     assert train.epochs == 10 and "at least 600 steps" in notes["epochs"]
     train, _ = resolve(TrainConfig(min_steps=100_000), 1041, MINILM)
     assert train.epochs == MAX_AUTO_EPOCHS
+
+
+def test_the_task_floor_applies_unless_train_min_steps_is_set():
+    # Question answering's floor is 600 (QuestionAnsweringTask.min_train_steps).
+    train, notes = resolve(TrainConfig(), 1041, MINILM, min_steps=600)
+    assert train.epochs == 10 and notes["epochs"] == "10 (auto: 1041 examples, at least 600 steps)"
+    train, _ = resolve(TrainConfig(min_steps=300), 1041, MINILM, min_steps=600)
+    assert train.epochs == 5  # the config's value wins over the task's
+
+
+def test_question_answering_trains_twice_the_steps_of_other_tasks():
+    from tfbert.tasks.classification import ClassificationTask
+    from tfbert.tasks.question_answering import QuestionAnsweringTask
+    from tfbert.tasks.tagging import TaggingTask
+
+    assert QuestionAnsweringTask.min_train_steps == 600
+    assert ClassificationTask.min_train_steps == TaggingTask.min_train_steps == DEFAULT_MIN_STEPS
 
 
 def test_large_data_gets_batch_32_and_three_epochs():

@@ -16,8 +16,11 @@ Fine-tuning"). So:
 - batch size 16 below `LARGE_DATA` examples (twice the updates per epoch),
   32 above;
 - epochs: 3, raised until training takes at least `train.min_steps`
-  optimizer steps (default 300; small data gets more passes), at most
-  `MAX_AUTO_EPOCHS`.
+  optimizer steps (small data gets more passes), at most `MAX_AUTO_EPOCHS`.
+  Unset, the floor is the task's: `DEFAULT_MIN_STEPS` (300), and 600 for
+  question answering, where a span over hundreds of positions learns slower
+  than a label: at 300 steps one SQuAD seed in five ended 10 F1 under the
+  others, still rising (docs/quality.md).
 
 The epoch kept is chosen on held-out validation data (`TrainConfig`), so
 more epochs than needed cost time, not quality. Values set in the config
@@ -39,6 +42,7 @@ from tfbert.data.batching import steps_per_epoch
 from tfbert.train.train_config import TrainConfig
 
 MAX_AUTO_EPOCHS = 20
+DEFAULT_MIN_STEPS = 300  # optimizer steps, unless the task or `train.min_steps` says otherwise
 LARGE_DATA = 10_000  # examples (or QA windows) from which batch 32 is the default
 
 
@@ -49,8 +53,10 @@ def auto_learning_rate(hidden_size):
     return 3e-5
 
 
-def resolve(train, num_examples, encoder_config):
-    """`(TrainConfig with learning_rate, batch_size and epochs set, {field: how it was chosen})`."""
+def resolve(train, num_examples, encoder_config, min_steps=DEFAULT_MIN_STEPS):
+    """`(TrainConfig with learning_rate, batch_size and epochs set, {field: how it was chosen})`.
+
+    `min_steps`: the task's step floor, used when `train.min_steps` is unset."""
     notes = {}
     learning_rate, batch_size, epochs = train.learning_rate, train.batch_size, train.epochs
     if learning_rate is None:
@@ -65,10 +71,10 @@ def resolve(train, num_examples, encoder_config):
     else:
         notes["batch_size"] = f"{batch_size} (config)"
     if epochs is None:
+        floor = train.min_steps or min_steps
         steps = train.steps_per_epoch or steps_per_epoch(num_examples, batch_size)
-        epochs = min(MAX_AUTO_EPOCHS, max(3, math.ceil(train.min_steps / steps)))
-        notes["epochs"] = (f"{epochs} (auto: {num_examples} examples, at least "
-                           f"{train.min_steps} steps)")
+        epochs = min(MAX_AUTO_EPOCHS, max(3, math.ceil(floor / steps)))
+        notes["epochs"] = f"{epochs} (auto: {num_examples} examples, at least {floor} steps)"
     else:
         notes["epochs"] = f"{epochs} (config)"
     train = dataclasses.replace(train, learning_rate=learning_rate, batch_size=batch_size,

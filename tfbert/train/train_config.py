@@ -31,7 +31,8 @@ class TrainConfig:
     steps_per_epoch: Optional[int] = at_least(1, None)  # default: one pass over the training file
     # With `epochs` unset: epochs are raised until training takes at least
     # this many optimizer steps (small data needs steps, not 2-3 epochs).
-    min_steps: int = at_least(1, 300)
+    # None: the task's floor (`Task.min_train_steps`: 300; question answering 600).
+    min_steps: Optional[int] = at_least(1, None)
     warmup_fraction: float = in_range(0.0, 1.0, 0.1)
     weight_decay: float = at_least(0.0, 0.01)
     optimizer_type: str = one_of(("adamw", "lamb"), "adamw")

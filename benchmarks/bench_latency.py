@@ -9,6 +9,10 @@ going from strings to embeddings:
 
 - tfbert's end-to-end SavedModel (`serving_default(text)`: tokenizer,
   packing padded to the batch's longest, encoder, pooling in one graph);
+- the same SavedModel exported with `jit_compile=True` (the encoder as one
+  XLA program per batch / width bucket: `tfbert.export.compiled_call`; TF
+  Serving runs it with `--xla_cpu_compilation_enabled=true`), every bucket
+  compiled before timing, as TF Serving's warmup requests would;
 - tfbert's strings-in TFLite model (tf-text's TFLite tokenizer kernels in the
   graph, fixed `seq_length`) on LiteRT with XNNPACK;
 - PyTorch `BertModel` + Hugging Face `tokenizers` (fast tokenizer);
@@ -54,6 +58,8 @@ def build_engines(model_dir, workdir, seq_length=SEQ_LENGTH, tflite_batches=BATC
     from tfbert.export.task_model import export_task_model, load_task_model
     from tfbert.export.tflite import export_text_tflite
     from tfbert.models.sentence_encoder import SentenceEncoder
+    from tfbert.tasks.sentence_embedding import SentenceEmbeddingTask
+    from tfbert.text.packer import BUCKETS
 
     engines, notes = {}, []
     ckpt = from_huggingface(model_dir, os.path.join(workdir, "ckpt"))
@@ -66,6 +72,15 @@ def build_engines(model_dir, workdir, seq_length=SEQ_LENGTH, tflite_batches=BATC
     serving = load_task_model(saved).signatures["serving_default"]
     engines["tfbert SavedModel (strings in)"] = (
         lambda texts: serving(text=tf.constant(texts))["embedding"].numpy())
+    # What `tools/finetune.py --export_jit_compile` writes for this task.
+    saved_xla = SentenceEmbeddingTask().prepare(model.preprocessor).export(
+        model, os.path.join(workdir, "savedmodel_xla"), jit_compile=True)
+    serving_xla = load_task_model(saved_xla).signatures["serving_default"]
+    xla_engine = lambda texts: serving_xla(text=tf.constant(texts))["embedding"].numpy()
+    for b in tflite_batches:  # warmup: compile every (batch, width bucket) shape once
+        for width in (w for w in BUCKETS if w <= seq_length):
+            xla_engine(["x " * (width - 2)] * b)  # "x": one wordpiece; + [CLS] [SEP]
+    engines["tfbert SavedModel (strings in, XLA)"] = xla_engine
 
     path = export_text_tflite(model.preprocessor, model, os.path.join(workdir, "e2e.tflite"))
     # One interpreter per batch size: resizing the inputs re-plans XNNPACK.
@@ -138,6 +153,38 @@ def build_engines(model_dir, workdir, seq_length=SEQ_LENGTH, tflite_batches=BATC
     return engines, notes
 
 
+# (rows, columns) of the encoder-only table: plain graph against XLA.
+SHAPES = ((1, 16), (1, 32), (1, 64), (1, 128), (4, 32), (8, 32), (8, 64), (8, 128), (16, 128),
+          (32, 128))
+
+
+def plain_vs_xla(model, shapes=SHAPES, repeats=30):
+    """{(rows, columns): (plain ms, XLA ms)}: the encoder-only part of a
+    request, median of `repeats` interleaved calls of `tf.function` and
+    `tf.function(jit_compile=True)` of the same model (where
+    `tfbert.export.compiled_call.XLA_MAX_TOKENS` comes from)."""
+    import tensorflow as tf
+
+    plain = tf.function(lambda x: model(x, training=False), reduce_retracing=True)
+    xla = tf.function(lambda x: model(x, training=False), jit_compile=True)
+    out = {}
+    for rows, columns in shapes:
+        ids = tf.random.uniform([rows, columns], 5, model.encoder.config.vocab_size, tf.int32,
+                                seed=1)
+        x = {"input_word_ids": ids, "input_mask": tf.ones_like(ids),
+             "input_type_ids": tf.zeros_like(ids)}
+        times = {plain: [], xla: []}
+        for fn in (plain, xla):  # compile / trace, then warm
+            fn(x), fn(x)
+        for _ in range(repeats):
+            for fn in (plain, xla):
+                t0 = time.perf_counter()
+                tf.nest.map_structure(lambda t: t.numpy(), fn(x))
+                times[fn].append(time.perf_counter() - t0)
+        out[(rows, columns)] = tuple(1e3 * float(np.median(times[fn])) for fn in (plain, xla))
+    return out
+
+
 def measure(engines, sentences, batches=BATCHES, requests=REQUESTS, warmup=WARMUP):
     """{batch: {engine: [seconds per request]}}; interleaved, warm-up excluded."""
     times = {b: {name: [] for name in engines} for b in batches}
@@ -186,6 +233,10 @@ def run(model_dir=None, requests=REQUESTS, batches=BATCHES, seq_length=SEQ_LENGT
         before = _load()
         times = measure(engines, sentences, batches, requests, warmup)
         after = _load()
+        from tfbert.models.sentence_encoder import SentenceEncoder
+
+        shapes = plain_vs_xla(SentenceEncoder.from_pretrained(os.path.join(workdir, "ckpt")),
+                              [s for s in SHAPES if s[1] <= seq_length], repeats=requests)
     report = {"cpu": cpu, "load_average": [before, after], "requests": requests,
               "max_abs_diff": diffs, "reference": reference,
               "latency_ms": {b: {n: {"p50": 1e3 * float(np.percentile(t, 50)),
@@ -203,6 +254,10 @@ def run(model_dir=None, requests=REQUESTS, batches=BATCHES, seq_length=SEQ_LENGT
                            f"{report['latency_ms'][b][name]['p99']:.1f}" for b in batches)
         lines.append(f"| {name} | {cells} | {diffs[name]:.1e} |")
     lines += [f"({note})" for note in notes]
+    report["encoder_ms"] = {f"{r}x{c}": v for (r, c), v in shapes.items()}
+    lines += ["", "encoder only, plain graph vs XLA (median ms):", "",
+              "| rows x columns | plain | XLA | XLA / plain |", "|---|---|---|---|"]
+    lines += [f"| {r} x {c} | {p:.1f} | {x:.1f} | {x / p:.2f} |" for (r, c), (p, x) in shapes.items()]
     if json_path:
         with open(json_path, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=1)

@@ -73,6 +73,7 @@ class FinetuneConfig:
     # --- Runtime ---
     model_dir: str = ""
     export_dir: str = ""
+    export_jit_compile: bool = False  # XLA in the exported model (tfbert.export.compiled_call)
     distribution_strategy: str = "off"
     num_devices: int = 0
     tpu: str = ""  # TPU name or grpc:// address for distribution_strategy: tpu
@@ -83,6 +84,10 @@ flags.DEFINE_string("config", None, "YAML file with task:, train: and grid: sect
 flags.DEFINE_string("init_checkpoint", None, "tfbert checkpoint dir (e.g. converted weights).")
 flags.DEFINE_string("model_dir", None, "Directory for checkpoints, logs and the export.")
 flags.DEFINE_string("export_dir", None, "SavedModel destination (default <model_dir>/export/<time>).")
+flags.DEFINE_boolean(
+    "export_jit_compile", None, "Run the exported model's encoder under XLA at bucketed shapes "
+    "(lower latency at small batches; the first request of each shape compiles). Off by default: "
+    "stock TF Serving runs it only when started with --xla_cpu_compilation_enabled=true.")
 flags.DEFINE_string("distribution_strategy", None, "off|one_device|mirrored|multi_worker_mirrored|tpu")
 flags.DEFINE_string("tpu", None, "TPU name or grpc:// address (distribution_strategy=tpu).")
 flags.DEFINE_multi_string("set", [], "Overrides, section.key=value (values parse as YAML).")
@@ -93,7 +98,8 @@ FLAGS = flags.FLAGS
 
 def load_config():
     overrides = experiment.parse_overrides(FLAGS.set)
-    for name in ("init_checkpoint", "model_dir", "export_dir", "distribution_strategy", "tpu"):
+    for name in ("init_checkpoint", "model_dir", "export_dir", "export_jit_compile",
+                 "distribution_strategy", "tpu"):
         if getattr(FLAGS, name) is not None:
             overrides[name] = getattr(FLAGS, name)
     cfg = experiment.load(FinetuneConfig, FLAGS.config, overrides)
@@ -203,7 +209,8 @@ def main(argv):
     if not is_chief():
         shutil.rmtree(predictions_dir, ignore_errors=True)
         return 0
-    out = best.task.export(best.model, export_dir)
+    xla = {"jit_compile": True} if cfg.export_jit_compile else {}  # custom tasks: 2 arguments
+    out = best.task.export(best.model, export_dir, **xla)
     summary = {"task": FLAGS.task, "main_metric": best.main_metric, "best_score": best.best_score,
                "best_epoch": best.best_epoch,
                **_plain([best.dev_scores[best.best_epoch - 1]])[0],

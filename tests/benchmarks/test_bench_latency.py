@@ -53,7 +53,8 @@ def test_every_engine_answers_strings_like_sentence_transformers(tmp_path, monke
                               json_path=str(path))
     report = json.loads(path.read_text())
     names = set(report["max_abs_diff"])
-    assert {"tfbert SavedModel (strings in)", "tfbert TFLite (strings in, pads to 32) XNNPACK",
+    assert {"tfbert SavedModel (strings in)", "tfbert SavedModel (strings in, XLA)",
+            "tfbert TFLite (strings in, pads to 32) XNNPACK",
             "PyTorch fp32 eager + HF tokenizers", "sentence-transformers encode"} <= names
     assert report["reference"] == "sentence-transformers encode"
     for name, diff in report["max_abs_diff"].items():
@@ -64,3 +65,7 @@ def test_every_engine_answers_strings_like_sentence_transformers(tmp_path, monke
         assert all(r["p50"] > 0 and r["p99"] >= r["p50"]
                    for r in report["latency_ms"][batch].values())
     assert any(line.startswith("| engine | b1 p50 ms | b1 p99 ms | b8 p50 ms") for line in lines)
+    # The encoder-only table: every shape that fits seq_length 32, both paths timed.
+    assert set(report["encoder_ms"]) == {"1x16", "1x32", "4x32", "8x32"}
+    assert all(plain > 0 and xla > 0 for plain, xla in report["encoder_ms"].values())
+    assert "| 8 x 32 |" in "\n".join(lines)

@@ -145,3 +145,30 @@ def test_tpu_flag_reaches_the_config(tool, run_python):
         f"{tool}.FLAGS({argv[tool] + ['--tpu=my-tpu', '--distribution_strategy=tpu']!r})\n"
         f"cfg = {load[tool]}\nprint(cfg.tpu, cfg.distribution_strategy)\n")
     assert out.strip().splitlines()[-1] == "my-tpu tpu"
+
+
+def test_export_jit_compile_flag_reaches_the_config(run_python, tmp_path):
+    """`--export_jit_compile` (or the YAML key) turns on the XLA export; it
+    trains nothing differently, so a run dir claimed without it accepts it;
+    a value that is not a boolean is one clear error."""
+    argv = ["finetune", "--task=classification", "--config=configs/finetune_sentiment.yaml",
+            f"--model_dir={tmp_path}"]
+    out = run_python(
+        f"import dataclasses, os, sys\nos.chdir({ROOT!r})\nsys.path.insert(0, 'tools')\n"
+        "import finetune\nfrom tfbert.train.run_config import claim_model_dir\n"
+        "def load(argv):\n"
+        "    finetune.FLAGS.unparse_flags()\n"
+        "    finetune.FLAGS(argv)\n"
+        "    return finetune.load_config()[0]\n"
+        f"argv = {argv!r}\n"
+        "plain, xla = load(argv), load(argv + ['--export_jit_compile'])\n"
+        f"claim_model_dir({str(tmp_path)!r}, dataclasses.asdict(plain))\n"
+        f"claim_model_dir({str(tmp_path)!r}, dataclasses.asdict(xla))  # same run: not refused\n"
+        "try:\n"
+        "    load(argv + ['--set=export_jit_compile=maybe'])\n"
+        "except ValueError as e:\n"
+        "    print(e)\n"
+        "print(plain.export_jit_compile, xla.export_jit_compile)\n")
+    lines = out.strip().splitlines()
+    assert lines[-1] == "False True"
+    assert "export_jit_compile" in lines[-2] and "true or false" in lines[-2]

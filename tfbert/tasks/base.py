@@ -19,7 +19,9 @@ What a subclass provides (`NotImplementedError` below says which):
     eval_data(path, batch_size)          (inputs, reference) for `score`
     score(predictions, reference)        dict of metrics; `main_metric` picks one
     predict(model, ...)                  NumPy/Python results from raw strings
-    export(model, export_dir)            SavedModel (`tfbert.export.task_model`)
+    export(model, export_dir, jit_compile=False)
+                                         SavedModel (`tfbert.export.task_model`); the
+                                         model call through `tfbert.export.compiled_call`
 
 Hooks with defaults: `build_trainable` (compile with `loss()`/`metrics()`;
 override when the model computes its own loss: in-batch negatives,
@@ -43,6 +45,7 @@ from tfbert.data.batching import steps_per_epoch
 from tfbert.train.evaluation import VALIDATION, best_epoch, fit_keeping_best
 from tfbert.train.multi_worker import with_auto_shard
 from tfbert.train.optimizer import create_optimizer
+from tfbert.train.recipe import DEFAULT_MIN_STEPS
 
 
 class Task:
@@ -52,6 +55,8 @@ class Task:
     config_class = None  # dataclass of the task's settings
     text_inputs = ("text",)  # string inputs of the exported `serving_default`
     main_metric = None  # the metric that picks the best epoch (on validation data)
+    # The recipe's step floor when `train.min_steps` is unset (`tfbert.train.recipe`).
+    min_train_steps = DEFAULT_MIN_STEPS
     # Training batches: the last partial batch of an epoch is kept, except
     # under a multi-replica strategy (`fit` sets this), where replicas need equal shares.
     drop_remainder = False
@@ -192,7 +197,14 @@ class Task:
     def predict(self, model, *texts, **kwargs):
         raise NotImplementedError(f"{type(self).__name__}.predict")
 
-    def export(self, model, export_dir):
+    def export(self, model, export_dir, jit_compile=False):
+        """Writes the end-to-end SavedModel (`serving_default` from strings,
+        `serving_ids` from the three int32 tensors); returns `export_dir`.
+        `jit_compile=True` (opt-in): both signatures run the model through
+        `tfbert.export.compiled_call(model, True)`, one XLA program per
+        bucketed shape (lower latency at small batches; the first request of
+        each shape compiles; stock TF Serving runs it only with
+        `--xla_cpu_compilation_enabled=true`). Default: the plain graph."""
         raise NotImplementedError(f"{type(self).__name__}.export")
 
     def config_dict(self):

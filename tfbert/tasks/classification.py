@@ -28,6 +28,7 @@ import tensorflow as tf
 from tfbert.data import readers, validation_split
 from tfbert.data.batching import WINDOW_BATCHES, epoch_batches, length_grouped_batches
 from tfbert.experiment import at_least, in_range, validate
+from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
 from tfbert.metrics import glue
 from tfbert.models.classifier import BertClassifier
@@ -255,12 +256,16 @@ class ClassificationTask(Task):
             out["label"] = np.array([s.decode() for s in out["label"]])
         return out
 
-    def export(self, model, export_dir):
+    def export(self, model, export_dir, jit_compile=False):
         """SavedModel: `serving_default(text[, text_b])` -> `logits`,
-        `probabilities`, `label_id`, `label` (or `logits`, `score`)."""
+        `probabilities`, `label_id`, `label` (or `logits`, `score`).
+        `jit_compile=True`: the model runs under XLA at bucketed shapes
+        (`tfbert.export.compiled_call`; TF Serving needs
+        `--xla_cpu_compilation_enabled=true`)."""
+        call = compiled_call(model, jit_compile)
 
         def serve_ids(inputs):
-            return self.outputs(model(inputs, training=False))
+            return self.outputs(call(inputs))
 
         def serve_text(texts):
             return serve_ids(self.encode(texts))

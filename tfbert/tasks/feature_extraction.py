@@ -3,7 +3,7 @@
 - `FeatureExtractionTask.features(model, texts)`: per-token and per-sentence
   features of chosen layers (e.g. the last four, concatenated or summed) from
   raw strings, as NumPy.
-- `FeatureExtractionTask.export(model, dir)`: a SavedModel whose
+- `FeatureExtractionTask.export(model, dir, jit_compile=False)`: a SavedModel whose
   `serving_default(text)` returns `embedding` `[batch, D]`, `features`
   `[batch, seq, D]` and `input_mask` `[batch, seq]`.
 - Nothing trains here; `tools/finetune.py --task=feature_extraction` just
@@ -24,6 +24,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
+from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
 from tfbert.models.feature_extractor import BertFeatureExtractor
 from tfbert.tasks.base import Task
@@ -61,8 +62,9 @@ class FeatureExtractionTask(Task):
     def encode(self, texts):
         return self.preprocessor(texts["text"])
 
-    def outputs(self, model, inputs):
-        out = model(inputs, training=False)
+    def outputs(self, model, inputs, call=None):
+        """Named outputs; `call`: how the model runs (`tfbert.export.compiled_call`)."""
+        out = (call or compiled_call(model, jit_compile=False))(inputs)
         return {"embedding": out["sentence_features"], "features": out["token_features"],
                 "input_mask": inputs["input_mask"]}
 
@@ -83,11 +85,15 @@ class FeatureExtractionTask(Task):
             tokens.extend([[p.decode() for p in row[:n]] for row, n in zip(pieces, lengths)])
         return {"embedding": np.concatenate(embedding), "features": features, "tokens": tokens}
 
-    def export(self, model, export_dir):
-        """SavedModel: `serving_default(text)` -> `embedding`, `features`, `input_mask`."""
+    def export(self, model, export_dir, jit_compile=False):
+        """SavedModel: `serving_default(text)` -> `embedding`, `features`,
+        `input_mask`. `jit_compile=True`: small batches run the model under XLA
+        at bucketed shapes (`tfbert.export.compiled_call`; TF Serving needs
+        `--xla_cpu_compilation_enabled=true`)."""
+        call = compiled_call(model, jit_compile)
         return export_task_model(
             export_dir,
-            serve_text=lambda texts: self.outputs(model, self.encode(texts)),
-            serve_ids=lambda inputs: self.outputs(model, inputs),
+            serve_text=lambda texts: self.outputs(model, self.encode(texts), call),
+            serve_ids=lambda inputs: self.outputs(model, inputs, call),
             text_inputs=self.text_inputs,
             track=[model, self.preprocessor])

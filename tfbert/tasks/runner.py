@@ -101,7 +101,7 @@ def training_summary(task, train, encoder_config):
     and how the learning rate and epochs were chosen)."""
     train_file = getattr(task.config, "train_file", "")
     n = task.num_examples(train_file) if train_file else 0
-    train, notes = recipe.resolve(train, n, encoder_config)
+    train, notes = recipe.resolve(train, n, encoder_config, task.min_train_steps)
     steps = train.steps_per_epoch or steps_per_epoch(n, train.batch_size)
     total = steps * train.epochs
     summary = {**task.summary(), "train_examples": n,
@@ -123,11 +123,13 @@ def format_summary(summary):
 
 
 def finetune(task, train, model_dir, init_checkpoint=None, encoder_config=None, vocab_file=None,
-             lower_case=True, strategy=None, export_dir=None):
+             lower_case=True, strategy=None, export_dir=None, export_jit_compile=False):
     """Fine-tunes `task` (any `tfbert.tasks.base.Task`) and returns a
     `FinetuneResult` (best weights loaded).
 
     `export_dir`: where to write the end-to-end SavedModel (None: no export).
+    `export_jit_compile`: `task.export(..., jit_compile=True)` (XLA serving;
+    TF Serving needs `--xla_cpu_compilation_enabled=true`).
     """
     if isinstance(train, dict):
         train = TrainConfig(**train)
@@ -139,7 +141,7 @@ def finetune(task, train, model_dir, init_checkpoint=None, encoder_config=None, 
         keras.config.set_dtype_policy(train.dtype_policy)
     try:
         return _finetune(task, train, model_dir, init_checkpoint, encoder_config, vocab_file,
-                         lower_case, strategy, export_dir)
+                         lower_case, strategy, export_dir, export_jit_compile)
     finally:  # the policy is the run's, not the process's
         keras.config.set_dtype_policy(previous_policy)
 
@@ -169,7 +171,7 @@ def choose_validation(task, train, model_dir):
 
 
 def _finetune(task, train, model_dir, init_checkpoint, encoder_config, vocab_file, lower_case,
-              strategy, export_dir):
+              strategy, export_dir, export_jit_compile=False):
     os.makedirs(model_dir, exist_ok=True)
     start = time.perf_counter()
 
@@ -192,5 +194,7 @@ def _finetune(task, train, model_dir, init_checkpoint, encoder_config, vocab_fil
                             main_metric=task.main_metric, seconds=time.perf_counter() - start,
                             dev=dev, summary=summary, selected_on=selected_on)
     if export_dir:
-        result.export_dir = task.export(model, export_dir)
+        # The keyword only when set: a custom Task's `export(model, export_dir)` keeps working.
+        xla = {"jit_compile": True} if export_jit_compile else {}
+        result.export_dir = task.export(model, export_dir, **xla)
     return result

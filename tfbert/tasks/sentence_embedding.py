@@ -36,6 +36,7 @@ import tensorflow as tf
 from tfbert.data import pairs as pair_readers
 from tfbert.data import validation_split
 from tfbert.data.batching import epoch_batches
+from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
 from tfbert.losses import (CosineSimilarityLoss, MultipleNegativesRankingLoss, SoftmaxLoss,
                            TripletLoss)
@@ -237,11 +238,16 @@ class SentenceEmbeddingTask(Task):
         """`{"embedding": [n, dim]}` for raw strings."""
         return {"embedding": model.encode(text, batch_size=batch_size)}
 
-    def export(self, model, export_dir):
-        """SavedModel: `serving_default(text)` -> `embedding`."""
+    def export(self, model, export_dir, jit_compile=False):
+        """SavedModel: `serving_default(text)` -> `embedding`. `jit_compile=True`:
+        the model runs under XLA at bucketed shapes (`tfbert.export.compiled_call`;
+        TF Serving needs `--xla_cpu_compilation_enabled=true`)."""
+        call = compiled_call(model, jit_compile)
+        # As `model.embed_text`: packed, cut to the batch's longest text.
+        embed_text = lambda text: call(trim_to_longest(model.preprocessor(text)))
         return export_task_model(
             export_dir,
-            serve_text=lambda texts: {"embedding": model.embed_text(texts["text"])},
-            serve_ids=lambda inputs: {"embedding": model(inputs, training=False)},
+            serve_text=lambda texts: {"embedding": embed_text(texts["text"])},
+            serve_ids=lambda inputs: {"embedding": call(inputs)},
             text_inputs=("text",),
             track=[model, self.preprocessor])

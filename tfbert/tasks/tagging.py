@@ -30,6 +30,7 @@ import tensorflow as tf
 from tfbert.data import readers, validation_split
 from tfbert.data.batching import epoch_batches
 from tfbert.experiment import at_least, in_range, validate
+from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
 from tfbert.metrics import seqeval
 from tfbert.models.token_classifier import BertTokenClassifier
@@ -208,12 +209,14 @@ class TaggingTask(Task):
             self._splitter = WordSplitter(self.preprocessor)
         return self._splitter(text)
 
-    def tag_text(self, model, text):
+    def tag_text(self, model, text, call=None):
         """Graph function: raw strings -> dict of named outputs (used by
-        `predict` and by the export, so both give the same tags)."""
+        `predict` and by the export, so both give the same tags). `call`:
+        how the model runs (`tfbert.export.compiled_call`; default the plain call)."""
         text = tf.convert_to_tensor(text)
         word_pieces, starts, ends = self.text_words(text)
-        logits = model(self.pack(word_pieces), training=False)
+        call = call or compiled_call(model, jit_compile=False)
+        logits = call(self.pack(word_pieces))
         seq_length = self.preprocessor.seq_length
         counts = word_pieces.row_lengths(axis=2).flat_values
         cum = tf.cumsum(counts, exclusive=True)
@@ -266,18 +269,22 @@ class TaggingTask(Task):
                 results.append(row)
         return results
 
-    def export(self, model, export_dir):
+    def export(self, model, export_dir, jit_compile=False):
         """SavedModel: `serving_default(text)` -> `tags`, `words`, `start`,
         `end` (byte offsets), `tag_ids`, `num_words`, `logits`, `probabilities`;
-        `serving_ids` -> per-position `logits`, `probabilities`, `tag_ids`."""
+        `serving_ids` -> per-position `logits`, `probabilities`, `tag_ids`.
+        `jit_compile=True`: small batches run the model under XLA at bucketed
+        shapes (`tfbert.export.compiled_call`; TF Serving needs
+        `--xla_cpu_compilation_enabled=true`)."""
+        call = compiled_call(model, jit_compile)
 
         def serve_ids(inputs):
-            logits = model(inputs, training=False)
+            logits = call(inputs)
             return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1),
                     "tag_ids": tf.argmax(logits, axis=-1, output_type=tf.int32)}
 
         def serve_text(texts):
-            return self.tag_text(model, texts["text"])
+            return self.tag_text(model, texts["text"], call=call)
 
         return export_task_model(export_dir, serve_text, serve_ids, self.text_inputs,
                                  track=[model, self.preprocessor])

@@ -23,7 +23,7 @@ import shutil
 
 RUN_CONFIG = "run_config.json"
 RUNTIME_KEYS = frozenset({"verbose", "tensorboard", "model_dir", "export_dir", "overwrite",
-                          "distribution_strategy", "num_devices", "tpu"})
+                          "export_jit_compile", "distribution_strategy", "num_devices", "tpu"})
 
 
 def flatten(config, prefix=""):

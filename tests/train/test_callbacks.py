@@ -81,7 +81,7 @@ class _SigtermAt(keras.callbacks.Callback):
             os.kill(os.getpid(), signal.SIGTERM)
 
 
-def test_sigterm_saves_the_step_and_the_rerun_redoes_nothing(tmp_path):
+def sigterm_saves_the_step_and_the_rerun_redoes_nothing(tmp_path):
     import pytest
 
     reference = _adam_model()
@@ -114,7 +114,7 @@ def test_sigterm_saves_the_step_and_the_rerun_redoes_nothing(tmp_path):
     assert [r.split(",")[0] for r in rows[1:]] == ["0", "1", "1", "2"]
 
 
-def test_sigterm_on_an_epochs_last_step_keeps_the_epoch_end_backup(tmp_path):
+def sigterm_on_an_epochs_last_step_keeps_the_epoch_end_backup(tmp_path):
     import pytest
 
     model_dir = str(tmp_path / "run")
@@ -125,6 +125,28 @@ def test_sigterm_on_an_epochs_last_step_keeps_the_epoch_end_backup(tmp_path):
     assert cb.resume_point(model_dir) == (2, 0)
     rows = (tmp_path / "run" / "log.csv").read_text().strip().split("\n")
     assert [r.split(",")[0] for r in rows[1:]] == ["0", "1"]
+
+
+def in_fresh_process(run_python, scenario, tmp_path):
+    """Runs `scenario(tmp_path)` from this file in a fresh interpreter. The
+    real SIGTERM then goes to a process that holds only this test: sent to the
+    full suite's pytest process, it segfaulted it (twice, at the first one)."""
+    run_python(f"""
+import importlib.util, pathlib
+spec = importlib.util.spec_from_file_location("callback_tests", {__file__!r})
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+module.{scenario.__name__}(pathlib.Path({str(tmp_path)!r}))
+""")
+
+
+def test_sigterm_saves_the_step_and_the_rerun_redoes_nothing(tmp_path, run_python):
+    in_fresh_process(run_python, sigterm_saves_the_step_and_the_rerun_redoes_nothing, tmp_path)
+
+
+def test_sigterm_on_an_epochs_last_step_keeps_the_epoch_end_backup(tmp_path, run_python):
+    in_fresh_process(run_python, sigterm_on_an_epochs_last_step_keeps_the_epoch_end_backup,
+                     tmp_path)
 
 
 def test_loss_spike_warning_keeps_the_weights_from_before_the_jump(tmp_path):

@@ -38,6 +38,9 @@ setup(
         # The TFLite interpreter with the tf-text tokenizer kernels (the main
         # job compares its strings-in TFLite file with the SavedModel).
         "ai-edge-litert>=2.3",
+        # TF Serving's PredictionLog protos: an XLA export writes its warmup
+        # requests (tfbert/export/warmup.py). Pure Python; grpcio comes with TF.
+        "tensorflow-serving-api>=2.21,<2.22",
     ],
     extras_require={
         # Pretraining data beyond one machine (tfbert/data/pretraining_beam.py).

@@ -128,7 +128,7 @@ paths, inputs, ids = json.loads(INPUT)
 sigs = {name: load_task_model(path).signatures for name, path in paths.items()}
 # XLA compiles per concrete shape (the exported function sees unknown ones):
 # batches 3 and 4 run as 4 rows, 2 as 2, all in the 16-column bucket; 100
-# (128 rows x 16 columns) is over XLA_MAX_TOKENS (1,024): the plain graph.
+# (128 rows x 16 columns) is over XLA_MAX_TOKENS (512): the plain graph.
 programs = lambda: len(glob.glob(os.path.join(DUMP, "*before_optimizations.txt")))
 counts = []
 for batch in (3, 4, 2, 100) if "embedding" in sigs else ():

@@ -46,10 +46,12 @@ from tfbert.text.packer import BUCKETS
 
 # Batch sizes run as the next of these.
 ROW_BUCKETS = tuple(2 ** i for i in range(17))
-# Rows x columns up to which XLA runs the batch. MiniLM on the quiet AMX Xeon
-# (docs/cpu_speed.md): XLA takes 0.66x the plain graph's time at 1 x 16,
-# 0.80x at 1 x 128, 0.92x at 8 x 128, 0.99-1.01x from 2,048 on.
-XLA_MAX_TOKENS = 1024
+# Padded rows x columns up to which XLA runs the batch. MiniLM on the AMX
+# Xeon (docs/cpu_speed.md): at a bucket's own width XLA takes 0.66x the plain
+# graph's time at 1 x 16 and 0.92x at 8 x 128, but real batch-8 requests
+# (median width 71) pad to the 96 and 128 buckets, which ate the gain: end to
+# end at batch 8, 1.12x the plain export with 1,024 here, 0.98x with 512.
+XLA_MAX_TOKENS = 512
 _NONE = 2 ** 31 - 1
 
 
@@ -67,13 +69,17 @@ def compiled_call(model, jit_compile, buckets=BUCKETS, max_tokens=XLA_MAX_TOKENS
         max_tokens: the largest padded batch that runs under XLA.
 
     Returns `fn`; `fn.compiled_function` is the XLA `tf.function` (None
-    without `jit_compile`), e.g. for `experimental_get_tracing_count()`.
+    without `jit_compile`), e.g. for `experimental_get_tracing_count()`;
+    `fn.shapes(max_width)` lists the `(rows, columns)` it compiles (empty
+    without `jit_compile`), which task exports write as TF Serving warmup
+    requests (`tfbert.export.warmup`).
     """
     def plain(inputs):
         return model(inputs, training=False)
 
     if not jit_compile:
         plain.compiled_function = None
+        plain.shapes = lambda max_width: []
         return plain
 
     config = find_encoder_config([model])
@@ -105,7 +111,14 @@ def compiled_call(model, jit_compile, buckets=BUCKETS, max_tokens=XLA_MAX_TOKENS
 
         return tf.cond(padded_rows * target <= max_tokens, xla, lambda: plain(inputs))
 
+    def shapes(max_width):
+        """The `(rows, columns)` programs this call compiles for inputs up
+        to `max_width` columns wide (what TF Serving's warmup should send)."""
+        widths = [w for w in buckets if w <= max_width and (not limit or w <= limit)]
+        return [(r, w) for r in ROW_BUCKETS for w in widths if r * w <= max_tokens]
+
     call.compiled_function = compiled
+    call.shapes = shapes
     return call
 
 

@@ -9,7 +9,9 @@ Tokenization and packing are inside the graph, so a caller needs no tfbert
 code: `tf.saved_model.load(path).signatures["serving_default"](text=...)`
 (after `import tensorflow_text`, which registers the tokenizer ops). Written
 with `keras.export.ExportArchive` into a temporary directory and renamed into
-place, so a killed export never leaves a half model behind.
+place, so a killed export never leaves a half model behind. An XLA export
+(`jit_compile=True`) also carries TF Serving warmup requests for its
+compiled shapes (`assets.extra/tf_serving_warmup_requests`).
 """
 
 import keras
@@ -20,11 +22,13 @@ from tfbert.encoder import INPUT_NAMES
 from tfbert.export.input_check import check_ids, find_encoder_config
 from tfbert.export.op_check import check_op_rule
 from tfbert.export.tf_text_ops import require_tf_text_ops
+from tfbert.export.warmup import write_warmup_requests
 
 IDS_SIGNATURE = "serving_ids"
 
 
-def export_task_model(export_dir, serve_text, serve_ids, text_inputs=("text",), track=()):
+def export_task_model(export_dir, serve_text, serve_ids, text_inputs=("text",), track=(),
+                      warmup_shapes=()):
     """Writes a task SavedModel with the two signatures.
 
     Args:
@@ -34,6 +38,9 @@ def export_task_model(export_dir, serve_text, serve_ids, text_inputs=("text",), 
         text_inputs: names of the string inputs, e.g. `("text", "text_b")`.
         track: Keras models/layers whose variables and resources the
             functions use (the model and the preprocessor).
+        warmup_shapes: `(rows, columns)` of `serving_ids` requests to write
+            as TF Serving warmup requests (`tfbert.export.warmup`): an XLA
+            export's compiled shapes, `call.shapes(seq_length)`.
 
     Returns the export directory.
 
@@ -63,6 +70,7 @@ def export_task_model(export_dir, serve_text, serve_ids, text_inputs=("text",), 
         # The op rule (DESIGN.md): core TF ops plus the two tokenizer ops only;
         # a violation fails here, before anything replaces `export_dir`.
         check_op_rule(tmp)
+        write_warmup_requests(tmp, warmup_shapes, IDS_SIGNATURE)
     return export_dir
 
 

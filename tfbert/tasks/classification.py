@@ -271,7 +271,8 @@ class ClassificationTask(Task):
             return serve_ids(self.encode(texts))
 
         return export_task_model(export_dir, serve_text, serve_ids, self.text_inputs,
-                                 track=[model, self.preprocessor])
+                                 track=[model, self.preprocessor],
+                                 warmup_shapes=call.shapes(self.preprocessor.seq_length))
 
 
 class RegressionTask(ClassificationTask):

@@ -96,4 +96,5 @@ class FeatureExtractionTask(Task):
             serve_text=lambda texts: self.outputs(model, self.encode(texts), call),
             serve_ids=lambda inputs: self.outputs(model, inputs, call),
             text_inputs=self.text_inputs,
-            track=[model, self.preprocessor])
+            track=[model, self.preprocessor],
+            warmup_shapes=call.shapes(self.preprocessor.seq_length))

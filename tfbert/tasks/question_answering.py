@@ -523,4 +523,5 @@ class QuestionAnsweringTask(Task):
             return self.answer(model, texts["question"], texts["context"], call=call)
 
         return export_task_model(export_dir, serve_text, serve_ids, self.text_inputs,
-                                 track=[model, self.preprocessor])
+                                 track=[model, self.preprocessor],
+                                 warmup_shapes=call.shapes(self.preprocessor.seq_length))

@@ -250,4 +250,5 @@ class SentenceEmbeddingTask(Task):
             serve_text=lambda texts: {"embedding": embed_text(texts["text"])},
             serve_ids=lambda inputs: {"embedding": call(inputs)},
             text_inputs=("text",),
-            track=[model, self.preprocessor])
+            track=[model, self.preprocessor],
+            warmup_shapes=call.shapes(self.preprocessor.seq_length))

@@ -287,4 +287,5 @@ class TaggingTask(Task):
             return self.tag_text(model, texts["text"], call=call)
 
         return export_task_model(export_dir, serve_text, serve_ids, self.text_inputs,
-                                 track=[model, self.preprocessor])
+                                 track=[model, self.preprocessor],
+                                 warmup_shapes=call.shapes(self.preprocessor.seq_length))

@@ -153,7 +153,7 @@ def main(argv):
         print(f"finetune: error: {e}", file=sys.stderr)
         return 1
 
-    from tfbert.tasks.runner import finetune
+    from tfbert.tasks.runner import export_task, finetune
     from tfbert.train.callbacks import Preempted
     from tfbert.train.strategy import get_strategy
 
@@ -209,8 +209,7 @@ def main(argv):
     if not is_chief():
         shutil.rmtree(predictions_dir, ignore_errors=True)
         return 0
-    xla = {"jit_compile": True} if cfg.export_jit_compile else {}  # custom tasks: 2 arguments
-    out = best.task.export(best.model, export_dir, **xla)
+    out = export_task(best.task, best.model, export_dir, cfg.export_jit_compile)
     summary = {"task": FLAGS.task, "main_metric": best.main_metric, "best_score": best.best_score,
                "best_epoch": best.best_epoch,
                **_plain([best.dev_scores[best.best_epoch - 1]])[0],

@@ -110,11 +110,13 @@ class SentenceEncoder(keras.Model):
 
     # === Raw strings ===
 
-    def embed_text(self, texts):
+    def embed_text(self, texts, call=None):
         """Graph ops: tf.string `[batch]` -> `[batch, dim]`; each batch is padded
         to its longest text (not to `seq_length`), so short texts cost little.
-        Used by `encode` and by the exported `serving_default`."""
-        return self(trim_to_longest(self.preprocessor(texts)), training=False)
+        Used by `encode` and by the exported `serving_default`; `call`: how the
+        model runs (`tfbert.export.compiled_call`; default the plain call)."""
+        inputs = trim_to_longest(self.preprocessor(texts))
+        return call(inputs) if call else self(inputs, training=False)
 
     def encode(self, texts, batch_size=32, show_progress=None):
         """NumPy float32 `[n, dim]` embeddings of a list of strings, in input order.

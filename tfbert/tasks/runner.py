@@ -194,7 +194,11 @@ def _finetune(task, train, model_dir, init_checkpoint, encoder_config, vocab_fil
                             main_metric=task.main_metric, seconds=time.perf_counter() - start,
                             dev=dev, summary=summary, selected_on=selected_on)
     if export_dir:
-        # The keyword only when set: a custom Task's `export(model, export_dir)` keeps working.
-        xla = {"jit_compile": True} if export_jit_compile else {}
-        result.export_dir = task.export(model, export_dir, **xla)
+        result.export_dir = export_task(task, model, export_dir, export_jit_compile)
     return result
+
+
+def export_task(task, model, export_dir, jit_compile=False):
+    """`task.export(model, export_dir)`, with `jit_compile=True` only when
+    set: a custom Task's two-argument `export` keeps working."""
+    return task.export(model, export_dir, **({"jit_compile": True} if jit_compile else {}))

@@ -243,11 +243,9 @@ class SentenceEmbeddingTask(Task):
         the model runs under XLA at bucketed shapes (`tfbert.export.compiled_call`;
         TF Serving needs `--xla_cpu_compilation_enabled=true`)."""
         call = compiled_call(model, jit_compile)
-        # As `model.embed_text`: packed, cut to the batch's longest text.
-        embed_text = lambda text: call(trim_to_longest(model.preprocessor(text)))
         return export_task_model(
             export_dir,
-            serve_text=lambda texts: {"embedding": embed_text(texts["text"])},
+            serve_text=lambda texts: {"embedding": model.embed_text(texts["text"], call)},
             serve_ids=lambda inputs: {"embedding": call(inputs)},
             text_inputs=("text",),
             track=[model, self.preprocessor],

@@ -22,9 +22,10 @@ going from strings to embeddings:
   `tokenizers`;
 - sentence-transformers `encode`.
 
-Requests are interleaved (request i goes to every engine, in rotating order,
-before request i+1), so a load change touches every row alike. Each row's
-embeddings are compared with sentence-transformers' (max abs diff).
+Engines take turns in rounds of 20 requests each, back to back (`measure`),
+so a load change touches every row alike while no engine's threads run
+during another's requests. Each row's embeddings are compared with
+sentence-transformers' (max abs diff).
 """
 
 import os
@@ -36,6 +37,7 @@ import numpy as np
 BATCHES = (1, 8)
 REQUESTS = 200
 WARMUP = 10
+BLOCK = 20  # requests each engine answers back to back per round (`measure`)
 SEQ_LENGTH = 128
 
 
@@ -185,19 +187,75 @@ def plain_vs_xla(model, shapes=SHAPES, repeats=30):
     return out
 
 
-def measure(engines, sentences, batches=BATCHES, requests=REQUESTS, warmup=WARMUP):
-    """{batch: {engine: [seconds per request]}}; interleaved, warm-up excluded."""
+def request_breakdown(model, sentences, batches=BATCHES, requests=REQUESTS, tokenizer=None):
+    """{batch: {...}}: where a strings-in request's time goes, per batch size.
+
+    For the same requests as `measure`: the padded width (the batch's longest
+    text), tfbert's tokenize + pack + trim as one graph (what runs outside the
+    encoder), the encoder alone on those ids (plain graph), and, given a
+    Hugging Face `tokenizer`, its tokenization; medians in ms."""
+    import tensorflow as tf
+
+    from tfbert.text.packer import trim_to_longest
+
+    preprocess = tf.function(lambda texts: trim_to_longest(model.preprocessor(texts)))
+    encode = tf.function(lambda x: model(x, training=False), reduce_retracing=True)
+    out = {}
+    for b in batches:
+        widths, times = [], {"tfbert tokenize + pack": [], "encoder (plain graph)": []}
+        if tokenizer is not None:
+            times["HF tokenizers"] = []
+        for i in range(requests + 1):  # request 0 traces
+            start = (i * b) % max(1, len(sentences) - b)
+            texts = sentences[start:start + b]
+            t0 = time.perf_counter()
+            ids = {k: v.numpy() for k, v in preprocess(tf.constant(texts)).items()}
+            t1 = time.perf_counter()
+            encode(ids).numpy()
+            t2 = time.perf_counter()
+            if tokenizer is not None:
+                tokenizer(texts, padding=True, truncation=True,
+                          max_length=model.preprocessor.seq_length, return_tensors="np")
+            t3 = time.perf_counter()
+            if i:
+                widths.append(ids["input_word_ids"].shape[1])
+                times["tfbert tokenize + pack"].append(t1 - t0)
+                times["encoder (plain graph)"].append(t2 - t1)
+                if tokenizer is not None:
+                    times["HF tokenizers"].append(t3 - t2)
+        out[b] = {"width_p50": float(np.median(widths)),
+                  "width_p90": float(np.percentile(widths, 90)),
+                  **{k: 1e3 * float(np.median(v)) for k, v in times.items()}}
+    return out
+
+
+def measure(engines, sentences, batches=BATCHES, requests=REQUESTS, warmup=WARMUP,
+            block=BLOCK):
+    """{batch: {engine: [seconds per request]}}, warm-up excluded.
+
+    In rounds: each engine in turn (the order rotating each round) answers
+    `block` requests back to back, after one untimed request, as a serving
+    process that runs one engine would; every engine gets the same requests.
+    Interleaving engines request by request instead (as this benchmark once
+    did) measures the others' thread pools: on 2 cores, ONNX Runtime's and
+    OpenVINO's spinning threads slowed the request after theirs, e.g. ONNX
+    Runtime fp32 at batch 1 from 3.9 ms alone to 8.9 ms interleaved."""
     times = {b: {name: [] for name in engines} for b in batches}
     names = list(engines)
     for b in batches:
-        for i in range(warmup + requests):
-            start = (i * b) % max(1, len(sentences) - b)
-            texts = sentences[start:start + b]
+        texts = [sentences[(i * b) % max(1, len(sentences) - b):][:b]
+                 for i in range(warmup + requests)]
+        for fn in engines.values():
+            for request in texts[:warmup]:
+                fn(request)
+        timed = texts[warmup:]
+        for r, start in enumerate(range(0, len(timed), block)):
             for k in range(len(names)):  # rotate who goes first
-                name = names[(i + k) % len(names)]
-                t0 = time.perf_counter()
-                engines[name](texts)
-                if i >= warmup:
+                name = names[(r + k) % len(names)]
+                engines[name](timed[start])  # untimed: wakes this engine's threads
+                for request in timed[start:start + block]:
+                    t0 = time.perf_counter()
+                    engines[name](request)
                     times[b][name].append(time.perf_counter() - t0)
     return times
 
@@ -235,8 +293,17 @@ def run(model_dir=None, requests=REQUESTS, batches=BATCHES, seq_length=SEQ_LENGT
         after = _load()
         from tfbert.models.sentence_encoder import SentenceEncoder
 
-        shapes = plain_vs_xla(SentenceEncoder.from_pretrained(os.path.join(workdir, "ckpt")),
-                              [s for s in SHAPES if s[1] <= seq_length], repeats=requests)
+        encoder = SentenceEncoder.from_pretrained(os.path.join(workdir, "ckpt"),
+                                                  seq_length=seq_length)
+        shapes = plain_vs_xla(encoder, [s for s in SHAPES if s[1] <= seq_length],
+                              repeats=requests)
+        try:
+            import transformers
+
+            tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir)
+        except ImportError:
+            tokenizer = None
+        breakdown = request_breakdown(encoder, sentences, batches, requests, tokenizer)
     report = {"cpu": cpu, "load_average": [before, after], "requests": requests,
               "max_abs_diff": diffs, "reference": reference,
               "latency_ms": {b: {n: {"p50": 1e3 * float(np.percentile(t, 50)),
@@ -258,6 +325,13 @@ def run(model_dir=None, requests=REQUESTS, batches=BATCHES, seq_length=SEQ_LENGT
     lines += ["", "encoder only, plain graph vs XLA (median ms):", "",
               "| rows x columns | plain | XLA | XLA / plain |", "|---|---|---|---|"]
     lines += [f"| {r} x {c} | {p:.1f} | {x:.1f} | {x / p:.2f} |" for (r, c), (p, x) in shapes.items()]
+    report["breakdown_ms"] = breakdown
+    parts = [k for k in breakdown[batches[0]] if not k.startswith("width")]
+    lines += ["", "where a request's time goes (median ms; width: the batch's longest text, "
+              "in tokens):", "", "| batch | width p50 | width p90 | " + " | ".join(parts) + " |",
+              "|---|---|---|" + "---|" * len(parts)]
+    lines += [f"| {b} | {v['width_p50']:.0f} | {v['width_p90']:.0f} | "
+              + " | ".join(f"{v[k]:.1f}" for k in parts) + " |" for b, v in breakdown.items()]
     if json_path:
         with open(json_path, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=1)

@@ -74,3 +74,10 @@ def test_every_engine_answers_strings_like_sentence_transformers(tmp_path, monke
     assert set(report["encoder_ms"]) == {"1x16", "1x32", "4x32", "8x32"}
     assert all(plain > 0 and xla > 0 for plain, xla in report["encoder_ms"].values())
     assert "| 8 x 32 |" in "\n".join(lines)
+    # Where the time goes: widths within seq_length, every part timed.
+    for batch in ("1", "8"):
+        parts = report["breakdown_ms"][batch]
+        assert 3 <= parts["width_p50"] <= parts["width_p90"] <= 32
+        assert all(parts[k] > 0 for k in ("tfbert tokenize + pack", "encoder (plain graph)",
+                                            "HF tokenizers"))
+    assert any(line.startswith("| batch | width p50 |") for line in lines)

@@ -243,8 +243,8 @@ def measure(engines, sentences, batches=BATCHES, requests=REQUESTS, warmup=WARMU
     times = {b: {name: [] for name in engines} for b in batches}
     names = list(engines)
     for b in batches:
-        texts = [sentences[(i * b) % max(1, len(sentences) - b):][:b]
-                 for i in range(warmup + requests)]
+        starts = [(i * b) % max(1, len(sentences) - b) for i in range(warmup + requests)]
+        texts = [sentences[start:start + b] for start in starts]
         for fn in engines.values():
             for request in texts[:warmup]:
                 fn(request)

@@ -34,11 +34,11 @@ def warmup_requests(shapes, signature_name):
     (in range for any vocabulary), mask 1, segment 0, to `signature_name`."""
     from tensorflow_serving.apis import predict_pb2, prediction_log_pb2
 
+    values = {"input_word_ids": 1, "input_mask": 1, "input_type_ids": 0}
     logs = []
     for rows, width in shapes:
         request = predict_pb2.PredictRequest()
         request.model_spec.signature_name = signature_name
-        values = {"input_word_ids": 1, "input_mask": 1, "input_type_ids": 0}
         for name in INPUT_NAMES:
             request.inputs[name].CopyFrom(tf.make_tensor_proto(
                 np.full((rows, width), values[name], np.int32)))

@@ -187,13 +187,22 @@ def plain_vs_xla(model, shapes=SHAPES, repeats=30):
     return out
 
 
+def request_texts(sentences, batch, count):
+    """`count` requests of `batch` consecutive sentences each, stepping
+    through `sentences` (wrapping around): what both `measure` and
+    `request_breakdown` send."""
+    starts = [(i * batch) % max(1, len(sentences) - batch) for i in range(count)]
+    return [sentences[start:start + batch] for start in starts]
+
+
 def request_breakdown(model, sentences, batches=BATCHES, requests=REQUESTS, tokenizer=None):
     """{batch: {...}}: where a strings-in request's time goes, per batch size.
 
-    For the same requests as `measure`: the padded width (the batch's longest
-    text), tfbert's tokenize + pack + trim as one graph (what runs outside the
-    encoder), the encoder alone on those ids (plain graph), and, given a
-    Hugging Face `tokenizer`, its tokenization; medians in ms."""
+    For the first requests `measure` sends (`request_texts`): the padded
+    width (the batch's longest text), tfbert's tokenize + pack + trim as one
+    graph (what runs outside the encoder), the encoder alone on those ids
+    (plain graph), and, given a Hugging Face `tokenizer`, its tokenization;
+    medians in ms."""
     import tensorflow as tf
 
     from tfbert.text.packer import trim_to_longest
@@ -205,9 +214,7 @@ def request_breakdown(model, sentences, batches=BATCHES, requests=REQUESTS, toke
         widths, times = [], {"tfbert tokenize + pack": [], "encoder (plain graph)": []}
         if tokenizer is not None:
             times["HF tokenizers"] = []
-        for i in range(requests + 1):  # request 0 traces
-            start = (i * b) % max(1, len(sentences) - b)
-            texts = sentences[start:start + b]
+        for i, texts in enumerate(request_texts(sentences, b, requests + 1)):  # 0 traces
             t0 = time.perf_counter()
             ids = {k: v.numpy() for k, v in preprocess(tf.constant(texts)).items()}
             t1 = time.perf_counter()
@@ -243,8 +250,7 @@ def measure(engines, sentences, batches=BATCHES, requests=REQUESTS, warmup=WARMU
     times = {b: {name: [] for name in engines} for b in batches}
     names = list(engines)
     for b in batches:
-        starts = [(i * b) % max(1, len(sentences) - b) for i in range(warmup + requests)]
-        texts = [sentences[start:start + b] for start in starts]
+        texts = request_texts(sentences, b, warmup + requests)
         for fn in engines.values():
             for request in texts[:warmup]:
                 fn(request)

@@ -9,9 +9,8 @@ import pytest
 
 from benchmarks import bench_latency
 
-# Slow: it compiles XLA programs in-process (the XLA export row, plain_vs_xla).
-# With in-process XLA compiles in the default run, the later real-SIGTERM test
-# in tests/train/test_callbacks.py segfaulted pytest (tests/export/test_compiled_call.py).
+# Slow: it builds every engine and compiles XLA programs in-process (the XLA
+# export row, plain_vs_xla): 30-80 s.
 pytestmark = pytest.mark.slow
 
 torch = pytest.importorskip("torch")

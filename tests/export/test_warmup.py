@@ -8,16 +8,10 @@ import os
 import numpy as np
 import pytest
 
-from tfbert import BertConfig, BertEncoder
 from tfbert.export.compiled_call import compiled_call
 from tfbert.export.warmup import WARMUP_FILE, read_warmup_requests, write_warmup_requests
 from tfbert.models.sentence_encoder import SentenceEncoder
 from tfbert.tasks.sentence_embedding import SentenceEmbeddingTask
-
-
-@pytest.fixture(scope="module")
-def encoder():
-    return BertEncoder(BertConfig.from_preset("tiny", dropout_rate=0.0, attention_dropout_rate=0.0))
 
 
 def embedding_export(encoder, vocab_file, path, jit_compile, seq_length=32):

@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tfbert.export.compiled_call import compiled_call
 from tfbert.export.warmup import WARMUP_FILE, read_warmup_requests, write_warmup_requests
@@ -43,6 +44,20 @@ def test_requests_round_trip_and_nothing_is_written_without_shapes(tmp_path):
         assert (inputs["input_mask"] == 1).all() and (inputs["input_type_ids"] == 0).all()
     assert write_warmup_requests(str(tmp_path / "none"), [], "serving_ids") is None
     assert not (tmp_path / "none").exists()
+
+
+def test_a_file_that_is_not_warmup_requests_is_one_line(tmp_path):
+    path = tmp_path / WARMUP_FILE
+    path.parent.mkdir()
+    path.write_text("these are not TFRecords\n")
+    with pytest.raises(ValueError, match=r"tf_serving_warmup_requests: not a TF Serving "
+                                         r"warmup file \(record 0: DataLossError\)$"):
+        read_warmup_requests(str(tmp_path))
+    with tf.io.TFRecordWriter(str(path)) as writer:  # TFRecords, but not PredictionLogs
+        writer.write(b"\xff\xff\xff")
+    with pytest.raises(ValueError, match=r"not a TF Serving warmup file \(record 0: "
+                                         r"DecodeError\)$"):
+        read_warmup_requests(str(tmp_path))
 
 
 def test_xla_exports_carry_the_requests_and_default_exports_none(encoder, uncased_vocab_file,

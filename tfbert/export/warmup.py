@@ -62,15 +62,21 @@ def write_warmup_requests(export_dir, shapes, signature_name):
 
 def read_warmup_requests(export_dir):
     """`[(signature name, {input name: np.ndarray})]` of an export's warmup
-    file (what TF Serving replays); `[]` when it has none."""
+    file (what TF Serving replays); `[]` when it has none. A file that is
+    not TFRecords of `PredictionLog`s raises one `ValueError` line."""
+    from google.protobuf.message import DecodeError
     from tensorflow_serving.apis import prediction_log_pb2
 
     path = os.path.join(export_dir, WARMUP_FILE)
     if not os.path.isfile(path):
         return []
     out = []
-    for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
-        request = prediction_log_pb2.PredictionLog.FromString(record).predict_log.request
-        out.append((request.model_spec.signature_name,
-                    {name: tf.make_ndarray(t) for name, t in request.inputs.items()}))
+    try:
+        for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
+            request = prediction_log_pb2.PredictionLog.FromString(record).predict_log.request
+            out.append((request.model_spec.signature_name,
+                        {name: tf.make_ndarray(t) for name, t in request.inputs.items()}))
+    except (tf.errors.DataLossError, DecodeError) as e:
+        raise ValueError(f"{path}: not a TF Serving warmup file (record {len(out)}: "
+                         f"{type(e).__name__})") from None
     return out

@@ -14,7 +14,9 @@ going from strings to embeddings:
   Serving runs it with `--xla_cpu_compilation_enabled=true`), every bucket
   compiled before timing, as TF Serving's warmup requests would;
 - tfbert's strings-in TFLite model (tf-text's TFLite tokenizer kernels in the
-  graph, fixed `seq_length`) on LiteRT with XNNPACK;
+  graph, each batch cut to its longest text) on LiteRT with XNNPACK, fp32 and
+  dynamic-range int8; and the fp32 model padded to `seq_length`
+  (`padding="max_length"`, static shapes) beside them;
 - PyTorch `BertModel` + Hugging Face `tokenizers` (fast tokenizer);
 - ONNX Runtime (the transformer optimizer's fused graph; fp32 and dynamic
   int8) + Hugging Face `tokenizers`;
@@ -84,13 +86,23 @@ def build_engines(model_dir, workdir, seq_length=SEQ_LENGTH, tflite_batches=BATC
             xla_engine(["x " * (width - 2)] * b)  # "x": one wordpiece; + [CLS] [SEP]
     engines["tfbert SavedModel (strings in, XLA)"] = xla_engine
 
-    path = export_text_tflite(model.preprocessor, model, os.path.join(workdir, "e2e.tflite"))
-    # One interpreter per batch size: resizing the inputs re-plans XNNPACK.
-    runners = {b: tflite_interpreter(path, custom_ops=True).get_signature_runner("serve")
-               for b in tflite_batches}
-    engines[f"tfbert TFLite (strings in, pads to {seq_length}) XNNPACK"] = (
-        lambda texts: runners[len(texts)](
-            text=np.array([t.encode("utf-8") for t in texts], object))["logits"])
+    # Strings-in TFLite as `tools/export.py --text_input` writes it (each batch
+    # cut to its longest text), in fp32 and dynamic-range int8, and padded to
+    # seq_length (`--tflite_padding=max_length`, static shapes) for comparison.
+    tflite_rows = {
+        "tfbert TFLite (strings in) XNNPACK": dict(),
+        "tfbert TFLite int8 dynamic-range (strings in) XNNPACK": dict(
+            quantization="dynamic_range"),
+        f"tfbert TFLite (strings in, pads to {seq_length}) XNNPACK": dict(padding="max_length"),
+    }
+    for i, (name, options) in enumerate(tflite_rows.items()):
+        path = export_text_tflite(model.preprocessor, model,
+                                  os.path.join(workdir, f"e2e{i}.tflite"), **options)
+        # One interpreter per batch size: resizing the inputs re-plans XNNPACK.
+        runners = {b: tflite_interpreter(path, custom_ops=True).get_signature_runner("serve")
+                   for b in tflite_batches}
+        engines[name] = lambda texts, runners=runners: runners[len(texts)](
+            text=np.array([t.encode("utf-8") for t in texts], object))["logits"]
 
     try:
         import torch

@@ -16,6 +16,10 @@
     # strings-in TFLite with the reference normalization (99.9% parity, not 65%)
     python tools/export.py --checkpoint_dir=ckpt --kind=encoder --format=tflite \
         --output_dir=saved_models/tflite --text_input --tflite_tokenizer=exact
+    # strings-in TFLite padded to seq_length (static shapes; the default cuts
+    # each batch to its longest text)
+    python tools/export.py --checkpoint_dir=ckpt --kind=encoder --format=tflite \
+        --output_dir=saved_models/tflite --text_input --tflite_padding=max_length
     # full-integer TFLite (int8 weights and activations), calibrated on training texts
     python tools/export.py --checkpoint_dir=ckpt --kind=encoder --format=tflite \
         --output_dir=saved_models/int8 --quantization=full_integer \
@@ -40,6 +44,7 @@ KINDS = ("preprocessor", "encoder")
 FORMATS = ("saved_model", "tfhub", "tflite")
 QUANTIZATIONS = ("none", "dynamic_range", "float16", "full_integer")
 TFLITE_TOKENIZERS = ("fast", "exact")
+TFLITE_PADDINGS = ("longest", "max_length")
 
 
 @dataclasses.dataclass
@@ -53,6 +58,9 @@ class ExportConfig:
     quantization: str = "none"  # tflite: none | dynamic_range | float16 | full_integer
     # tflite --text_input: fast (tf-text FastBertTokenizer) | exact (reference table)
     tflite_tokenizer: str = "fast"
+    # tflite --text_input: longest (each batch cut to its longest text) |
+    # max_length (static [batch, seq_length], for delegates that need it)
+    tflite_padding: str = "longest"
     # full_integer: texts that calibrate activation ranges (.txt one per line,
     # or TSV/CSV/JSONL with this column), e.g. the training file
     representative_file: str = ""
@@ -71,6 +79,9 @@ flags.DEFINE_enum("quantization", None, QUANTIZATIONS, "TFLite weight quantizati
 flags.DEFINE_enum("tflite_tokenizer", None, TFLITE_TOKENIZERS,
                   "TFLite --text_input: 'fast' (tf-text FastBertTokenizer, the default) or "
                   "'exact' (the reference normalization as a FastBertNormalize table).")
+flags.DEFINE_enum("tflite_padding", None, TFLITE_PADDINGS,
+                  "TFLite --text_input: 'longest' (each batch cut to its longest text, the "
+                  "default) or 'max_length' (static [batch, seq_length] shapes).")
 flags.DEFINE_string("representative_file", None,
                     "full_integer: training texts to calibrate with (.txt, TSV, CSV, JSONL).")
 flags.DEFINE_string("representative_column", None, "Text column of --representative_file.")
@@ -124,6 +135,12 @@ def run(cfg):
     if cfg.tflite_tokenizer != "fast" and not (cfg.format == "tflite" and cfg.text_input):
         raise ValueError("--tflite_tokenizer applies to --format=tflite --text_input only "
                          "(the tokenizer inside a strings-in TFLite model).")
+    if cfg.tflite_padding not in TFLITE_PADDINGS:
+        raise ValueError(f"tflite_padding must be one of {TFLITE_PADDINGS}, "
+                         f"got {cfg.tflite_padding!r}.")
+    if cfg.tflite_padding != "longest" and not (cfg.format == "tflite" and cfg.text_input):
+        raise ValueError("--tflite_padding applies to --format=tflite --text_input only "
+                         "(an ids-in TFLite model takes [batch, seq_length]).")
     if not cfg.checkpoint_dir or not cfg.output_dir:
         raise ValueError("checkpoint_dir and output_dir are required (or --check=DIR).")
     from tfbert.text import BertPreprocessor
@@ -166,7 +183,8 @@ def run(cfg):
                                                           source=cfg.representative_file)
         if cfg.text_input:
             tflite.export_text_tflite(preprocessor, encoder, path, quantization=quantization,
-                                      tokenizer=cfg.tflite_tokenizer)
+                                      tokenizer=cfg.tflite_tokenizer,
+                                      padding=cfg.tflite_padding)
         else:
             tflite.export_encoder_tflite(encoder, path, seq_length=cfg.seq_length,
                                          quantization=quantization,

@@ -52,12 +52,14 @@ def exported_exact(exported, tmp_path_factory):
     return path
 
 
-def run_tflite(path, lines, batch=256, runtime=None):
+def run_tflite(path, lines, batch=256, runtime=None, width=48):
+    """(ids padded back to `width`, pooled outputs) for `lines`."""
     runner = (runtime or interpreter)(path).get_signature_runner("serve")
     ids, pooled = [], []
     for i in range(0, len(lines), batch):
         out = runner(text=np.array([s.encode("utf-8") for s in lines[i:i + batch]], object))
-        ids.append(out["input_word_ids"])
+        batch_ids = out["input_word_ids"]
+        ids.append(np.pad(batch_ids, [(0, 0), (0, width - batch_ids.shape[1])]))
         pooled.append(out["pooled_output"])
     return np.concatenate(ids), np.concatenate(pooled)
 
@@ -151,7 +153,13 @@ def test_exact_tokenizer_bad_values(exported, tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-def test_export_tool_tflite_tokenizer_needs_tflite_text_input(tmp_path):
+@pytest.mark.parametrize("flag,message", [
+    ("--tflite_tokenizer=exact", "--tflite_tokenizer applies to --format=tflite --text_input "
+                                 "only (the tokenizer inside a strings-in TFLite model)."),
+    ("--tflite_padding=max_length", "--tflite_padding applies to --format=tflite --text_input "
+                                    "only (an ids-in TFLite model takes [batch, seq_length])."),
+])
+def test_export_tool_tflite_text_flags_need_tflite_text_input(tmp_path, flag, message):
     import json
     import os
     import subprocess
@@ -162,12 +170,10 @@ def test_export_tool_tflite_tokenizer_needs_tflite_text_input(tmp_path):
     result = subprocess.run(
         [sys.executable, str(HERE.parent.parent / "tools" / "export.py"),
          f"--checkpoint_dir={tmp_path}", "--kind=encoder", "--format=saved_model",
-         f"--output_dir={tmp_path / 'out'}", "--tflite_tokenizer=exact"],
+         f"--output_dir={tmp_path / 'out'}", flag],
         capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
-    assert result.stderr.strip().splitlines()[-1] == (
-        "export: error: --tflite_tokenizer applies to --format=tflite --text_input only "
-        "(the tokenizer inside a strings-in TFLite model).")
+    assert result.stderr.strip().splitlines()[-1] == f"export: error: {message}"
     assert not (tmp_path / "out").exists()
 
 
@@ -183,10 +189,46 @@ def test_tflite_has_no_flex_ops(exported):
 def test_empty_and_odd_strings(exported):
     _, _, path = exported
     lines = ["", "   ", "a", "x" * 500]
-    ids, pooled = run_tflite(path, lines)
-    assert ids.shape == (4, 48)
-    np.testing.assert_array_equal(ids[0][:3], [101, 102, 0])  # [CLS] [SEP] pad
-    assert np.isfinite(pooled).all()
+    runner = interpreter(path).get_signature_runner("serve")
+    out = runner(text=np.array([s.encode("utf-8") for s in lines], object))
+    # Cut to the longest text: "x" * 500 is one [UNK] (over WordPiece's limit).
+    np.testing.assert_array_equal(out["input_word_ids"], [[101, 102, 0], [101, 102, 0],
+                                                          [101, 1037, 102], [101, 100, 102]])
+    assert np.isfinite(out["pooled_output"]).all()
+    only_empty = runner(text=np.array([b""], object))
+    np.testing.assert_array_equal(only_empty["input_word_ids"], [[101, 102]])
+
+
+def test_padding_longest_equals_max_length(exported, tmp_path):
+    """The default cuts each batch to its longest text; padding="max_length"
+    pads to seq_length (static shapes). Same ids and outputs where both have
+    them, one batch longer than another included."""
+    preprocessor, encoder, _ = exported
+    paths = {padding: export_text_tflite(preprocessor, encoder, str(tmp_path / padding),
+                                         padding=padding)
+             for padding in ("longest", "max_length")}
+    static = interpreter(paths["max_length"]).get_signature_runner("serve")
+    longest = interpreter(paths["longest"]).get_signature_runner("serve")
+    docs, _ = parity_corpus()
+    for lines in (docs[:1], docs[1:9], ["a b", "c"], docs[9:11] + ["word " * 60]):
+        text = np.array([s.encode("utf-8") for s in lines], object)
+        a, b = static(text=text), longest(text=text)
+        width = b["input_word_ids"].shape[1]
+        assert a["input_word_ids"].shape == (len(lines), 48)
+        assert width == max(2, (a["input_word_ids"] > 0).sum(1).max())
+        np.testing.assert_array_equal(a["input_word_ids"][:, :width], b["input_word_ids"])
+        assert not a["input_word_ids"][:, width:].any()
+        np.testing.assert_allclose(a["pooled_output"], b["pooled_output"], atol=2e-6)
+        np.testing.assert_allclose(a["sequence_output"][:, :width], b["sequence_output"],
+                                   atol=2e-6)
+
+
+def test_padding_bad_value(exported, tmp_path):
+    preprocessor, encoder, _ = exported
+    with pytest.raises(ValueError, match=r"padding must be one of \('longest', 'max_length'\), "
+                                         r"got 'max'"):
+        export_text_tflite(preprocessor, encoder, str(tmp_path / "x.tflite"), padding="max")
+    assert not list(tmp_path.iterdir())
 
 
 @pytest.mark.slow

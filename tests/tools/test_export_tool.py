@@ -76,10 +76,17 @@ def test_tflite_kinds_and_errors(pretrained_dir, tmp_path):
     out = str(tmp_path / "tflite")
     proc = export_tool(f"--checkpoint_dir={ckpt}", "--kind=encoder", "--format=tflite",
                        f"--output_dir={out}", "--seq_length=32", "--text_input",
-                       "--quantization=dynamic_range")
+                       "--quantization=dynamic_range", "--tflite_padding=max_length")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "with the tokenizer" in proc.stdout
-    assert os.path.getsize(os.path.join(out, "model.tflite")) > 0
+    import tensorflow_text as tf_text
+    from ai_edge_litert.interpreter import InterpreterWithCustomOps
+
+    serve = InterpreterWithCustomOps(
+        model_path=os.path.join(out, "model.tflite"),
+        custom_op_registerers=tf_text.tflite_registrar.SELECT_TFTEXT_OPS,
+    ).get_signature_runner("serve")
+    assert serve(text=np.array([b"hello world"], object))["input_word_ids"].shape == (1, 32)
     proc = export_tool(f"--checkpoint_dir={ckpt}", "--kind=encoder", "--format=tflite",
                        f"--output_dir={out}", "--quantization=int4")
     assert proc.returncode != 0 and "quantization" in proc.stderr

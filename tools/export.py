@@ -45,6 +45,12 @@ FORMATS = ("saved_model", "tfhub", "tflite")
 QUANTIZATIONS = ("none", "dynamic_range", "float16", "full_integer")
 TFLITE_TOKENIZERS = ("fast", "exact")
 TFLITE_PADDINGS = ("longest", "max_length")
+# Options of strings-in TFLite models only: their choices (the default first)
+# and why another format cannot take them.
+TEXT_TFLITE_OPTIONS = {
+    "tflite_tokenizer": (TFLITE_TOKENIZERS, "the tokenizer inside a strings-in TFLite model"),
+    "tflite_padding": (TFLITE_PADDINGS, "an ids-in TFLite model takes [batch, seq_length]"),
+}
 
 
 @dataclasses.dataclass
@@ -129,18 +135,12 @@ def run(cfg):
         raise ValueError(f"kind must be one of {KINDS} and format one of {FORMATS}.")
     if cfg.quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization must be one of {QUANTIZATIONS}.")
-    if cfg.tflite_tokenizer not in TFLITE_TOKENIZERS:
-        raise ValueError(f"tflite_tokenizer must be one of {TFLITE_TOKENIZERS}, "
-                         f"got {cfg.tflite_tokenizer!r}.")
-    if cfg.tflite_tokenizer != "fast" and not (cfg.format == "tflite" and cfg.text_input):
-        raise ValueError("--tflite_tokenizer applies to --format=tflite --text_input only "
-                         "(the tokenizer inside a strings-in TFLite model).")
-    if cfg.tflite_padding not in TFLITE_PADDINGS:
-        raise ValueError(f"tflite_padding must be one of {TFLITE_PADDINGS}, "
-                         f"got {cfg.tflite_padding!r}.")
-    if cfg.tflite_padding != "longest" and not (cfg.format == "tflite" and cfg.text_input):
-        raise ValueError("--tflite_padding applies to --format=tflite --text_input only "
-                         "(an ids-in TFLite model takes [batch, seq_length]).")
+    for field, (choices, why) in TEXT_TFLITE_OPTIONS.items():
+        value = getattr(cfg, field)
+        if value not in choices:
+            raise ValueError(f"{field} must be one of {choices}, got {value!r}.")
+        if value != choices[0] and not (cfg.format == "tflite" and cfg.text_input):
+            raise ValueError(f"--{field} applies to --format=tflite --text_input only ({why}).")
     if not cfg.checkpoint_dir or not cfg.output_dir:
         raise ValueError("checkpoint_dir and output_dir are required (or --check=DIR).")
     from tfbert.text import BertPreprocessor

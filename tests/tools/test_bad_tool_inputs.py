@@ -46,6 +46,10 @@ def case(tmp, name):
         "export: not a checkpoint": (
             "export.py", [f"--checkpoint_dir={tmp / 'missing'}", f"--output_dir={tmp / 'e'}"],
             r"missing"),
+        "export: tflite_padding unknown": (
+            "export.py", [f"--checkpoint_dir={tmp}", f"--output_dir={tmp / 'e'}", "--format=tflite",
+                          "--text_input", "--set", "tflite_padding=max"],
+            r"tflite_padding must be one of \('longest', 'max_length'\), got 'max'"),
         "convert: missing input": (
             "convert_checkpoint.py", ["--source=huggingface", f"--input_dir={tmp / 'hf'}",
                                       f"--output_dir={tmp / 'c'}"], r"hf"),
@@ -68,6 +72,7 @@ def case(tmp, name):
 NAMES = ["finetune: batch_size lots", "finetune: YAML syntax", "finetune: missing train file",
          "pretrain: no train files", "pretrain: steps not a multiple",
          "create_pretraining_data: missing corpus", "export: not a checkpoint",
+         "export: tflite_padding unknown",
          "convert: missing input", "predict: body not JSON", "benchmark: --json without --peers",
          "benchmark: --json into a missing directory", "benchmark: unknown benchmark",
          "visualize: no run"]

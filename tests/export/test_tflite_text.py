@@ -221,6 +221,11 @@ def test_padding_longest_equals_max_length(exported, tmp_path):
         np.testing.assert_allclose(a["pooled_output"], b["pooled_output"], atol=2e-6)
         np.testing.assert_allclose(a["sequence_output"][:, :width], b["sequence_output"],
                                    atol=2e-6)
+    # An empty batch: zero rows from both (the trimmed ids are 2 wide).
+    empty = np.array([], object)
+    assert static(text=empty)["input_word_ids"].shape == (0, 48)
+    assert longest(text=empty)["input_word_ids"].shape == (0, 2)
+    assert longest(text=empty)["pooled_output"].shape == (0, 128)
 
 
 def test_padding_bad_value(exported, tmp_path):

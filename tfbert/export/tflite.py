@@ -245,7 +245,13 @@ def export_text_tflite(preprocessor, model, output_path, output_names=None,
             outputs = {"logits": outputs}
         names = output_names or [k for k, v in outputs.items() if tf.is_tensor(v)]
         result = {name: outputs[name] for name in names}
-        result["input_word_ids"] = packed["input_word_ids"]
+        ids = packed["input_word_ids"]
+        if padding == "longest":
+            # Output the ids through an ADD, not straight from the slice: LiteRT's
+            # Python wrapper cannot read a zero-row sliced dynamic tensor (an
+            # empty batch: "Invalid tensor size.").
+            ids = ids + tf.zeros_like(ids)
+        result["input_word_ids"] = ids
         return result
 
     spec = tf.TensorSpec([None], tf.string, name="text")

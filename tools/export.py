@@ -39,17 +39,16 @@ import sys
 from absl import app, flags
 
 from tfbert import experiment
+from tfbert.export import tflite
 
 KINDS = ("preprocessor", "encoder")
 FORMATS = ("saved_model", "tfhub", "tflite")
 QUANTIZATIONS = ("none", "dynamic_range", "float16", "full_integer")
-TFLITE_TOKENIZERS = ("fast", "exact")
-TFLITE_PADDINGS = ("longest", "max_length")
-# Options of strings-in TFLite models only: their choices (the default first)
-# and why another format cannot take them.
+# Options of strings-in TFLite models only: their choices (the default first,
+# as `tfbert.export.tflite` defines them) and why another format cannot take them.
 TEXT_TFLITE_OPTIONS = {
-    "tflite_tokenizer": (TFLITE_TOKENIZERS, "the tokenizer inside a strings-in TFLite model"),
-    "tflite_padding": (TFLITE_PADDINGS, "an ids-in TFLite model takes [batch, seq_length]"),
+    "tflite_tokenizer": (tflite.TOKENIZERS, "the tokenizer inside a strings-in TFLite model"),
+    "tflite_padding": (tflite.PADDINGS, "an ids-in TFLite model takes [batch, seq_length]"),
 }
 
 
@@ -82,10 +81,10 @@ flags.DEFINE_string("output_dir", None, "Where to write the export.")
 flags.DEFINE_integer("seq_length", None, "Packed sequence length (default 128).")
 flags.DEFINE_boolean("text_input", None, "TFLite: take strings (tokenizer inside the model).")
 flags.DEFINE_enum("quantization", None, QUANTIZATIONS, "TFLite weight quantization.")
-flags.DEFINE_enum("tflite_tokenizer", None, TFLITE_TOKENIZERS,
+flags.DEFINE_enum("tflite_tokenizer", None, tflite.TOKENIZERS,
                   "TFLite --text_input: 'fast' (tf-text FastBertTokenizer, the default) or "
                   "'exact' (the reference normalization as a FastBertNormalize table).")
-flags.DEFINE_enum("tflite_padding", None, TFLITE_PADDINGS,
+flags.DEFINE_enum("tflite_padding", None, tflite.PADDINGS,
                   "TFLite --text_input: 'longest' (each batch cut to its longest text, the "
                   "default) or 'max_length' (static [batch, seq_length] shapes).")
 flags.DEFINE_string("representative_file", None,
@@ -168,8 +167,6 @@ def run(cfg):
 
     encoder = pretrainer.encoder if pretrainer else BertEncoder.from_pretrained(cfg.checkpoint_dir)
     if cfg.format == "tflite":
-        from tfbert.export import tflite
-
         path = os.path.join(cfg.output_dir, "model.tflite")
         quantization = None if cfg.quantization == "none" else cfg.quantization
         representative = None

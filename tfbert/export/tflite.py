@@ -238,19 +238,18 @@ def export_text_tflite(preprocessor, model, output_path, output_names=None,
             padding_id=special.pad_id,
             truncation=preprocessor.truncation,
         )
+        ids = packed["input_word_ids"]
         if padding == "longest":
             packed = trim_to_longest(packed)
+            # The ids go out through an ADD, not straight from the slice: LiteRT's
+            # Python wrapper cannot read a zero-row sliced dynamic tensor (an
+            # empty batch: "Invalid tensor size.").
+            ids = packed["input_word_ids"] + tf.zeros_like(packed["input_word_ids"])
         outputs = model(packed, training=False)
         if not isinstance(outputs, dict):  # e.g. a classifier's logits
             outputs = {"logits": outputs}
         names = output_names or [k for k, v in outputs.items() if tf.is_tensor(v)]
         result = {name: outputs[name] for name in names}
-        ids = packed["input_word_ids"]
-        if padding == "longest":
-            # Output the ids through an ADD, not straight from the slice: LiteRT's
-            # Python wrapper cannot read a zero-row sliced dynamic tensor (an
-            # empty batch: "Invalid tensor size.").
-            ids = ids + tf.zeros_like(ids)
         result["input_word_ids"] = ids
         return result
 

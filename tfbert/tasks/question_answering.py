@@ -60,6 +60,7 @@ from tfbert.export.task_model import export_task_model
 from tfbert.metrics.squad import squad_scores
 from tfbert.models.span_labeler import MASKED_LOGIT, BertSpanLabeler
 from tfbert.tasks.base import Task
+from tfbert.text.windows import is_max_context, window_spans, window_values
 
 NO_SPAN_SCORE = 2 * MASKED_LOGIT  # `score` when a question has no candidate span at all
 
@@ -166,37 +167,19 @@ class QuestionAnsweringTask(Task):
         piece_start = tf.cast(starts.merge_dims(1, 2), tf.int64)
         piece_limit = tf.cast(limits.merge_dims(1, 2), tf.int64)
 
-        # === Window starts and lengths (run_squad.py's doc_spans) ===
+        # === Windows of the context (run_squad.py's doc_spans; tfbert.text.windows) ===
         n_q = q_ids.row_lengths()
-        n_c = c_ids.row_lengths()
-        budget = c.seq_length - 3 - n_q  # context wordpieces per window, >= 1
-        if c.doc_overlap is None:  # run_squad.py: start += min(length, doc_stride)
-            step = tf.minimum(budget, c.doc_stride)
-        else:  # Hugging Face: consecutive windows share doc_overlap wordpieces
-            step = budget - c.doc_overlap
-        extra = tf.maximum(n_c - budget, 0)
-        num_windows = 1 + (extra + step - 1) // step  # an empty context still gets one
-        total = tf.reduce_sum(num_windows)
-        check = tf.debugging.assert_less_equal(total, tf.constant(c.max_windows, tf.int64), message=(
-            f"squad: the contexts need more than max_windows={c.max_windows} windows; send "
-            "fewer or shorter contexts per call (or raise task.max_windows)"))
-        with tf.control_dependencies([check]):  # stop before packing thousands of windows
-            total = tf.identity(total)
-        row = tf.repeat(tf.range(tf.shape(n_q, out_type=tf.int64)[0]), num_windows)
-        first_window = tf.cumsum(num_windows, exclusive=True)
-        index_in_row = tf.range(total) - tf.gather(first_window, row)
-        window_start = index_in_row * tf.gather(step, row)
-        window_length = tf.minimum(tf.gather(n_c, row) - window_start, tf.gather(budget, row))
+        spans = window_spans(
+            c_ids.row_lengths(), c.seq_length - 3 - n_q,  # budget: context pieces per window
+            doc_stride=c.doc_stride, doc_overlap=c.doc_overlap, max_windows=c.max_windows,
+            error=(f"squad: the contexts need more than max_windows={c.max_windows} windows; "
+                   "send fewer or shorter contexts per call (or raise task.max_windows)"))
+        row = spans["row"]
 
         # === Packing: [CLS] question [SEP] window [SEP] (never truncates) ===
-        flat_start = tf.gather(c_ids.row_starts(), row) + window_start
-        piece_index = tf.ragged.range(flat_start, flat_start + window_length)
-        window_ids = tf.gather(c_ids.values, piece_index)
-        inputs = pre.bert_pack_inputs([tf.gather(q_ids, row), window_ids],
+        inputs = pre.bert_pack_inputs([tf.gather(q_ids, row), window_values(c_ids, spans)],
                                       seq_length=c.seq_length)
-        return {"inputs": inputs, "row": row, "window_start": window_start,
-                "window_length": window_length, "context_offset": 2 + tf.gather(n_q, row),
-                "first_window": first_window, "num_windows": num_windows,
+        return {**spans, "inputs": inputs, "context_offset": 2 + tf.gather(n_q, row),
                 "piece_start": piece_start, "piece_limit": piece_limit}
 
     def _targets(self, w, answer_start, answer_end):
@@ -305,20 +288,9 @@ class QuestionAnsweringTask(Task):
         position = tf.range(length)[None, :]
         p = position - w["context_offset"][:, None]  # context piece index in the window
         in_context = (p >= 0) & (p < w["window_length"][:, None])
-        # Max context: min(left, right) + 0.01 * window length, best window per piece.
-        wl = w["window_length"][:, None]
-        context_score = tf.cast(tf.minimum(p, wl - 1 - p), tf.float32) + 0.01 * tf.cast(
-            wl, tf.float32)
+        # A start counts only in the window where it has the most context.
         n_pieces = tf.shape(w["piece_start"].values, out_type=tf.int64)[0]
-        piece = tf.where(in_context, tf.gather(w["piece_start"].row_starts(), w["row"])[:, None]
-                         + w["window_start"][:, None] + p, n_pieces)  # n_pieces: a spare slot
-        best = tf.math.unsorted_segment_max(tf.where(in_context, context_score, -1.0), piece,
-                                            n_pieces + 1)
-        is_best = in_context & (context_score == tf.gather(best, piece))
-        window_id = tf.broadcast_to(tf.range(n_windows)[:, None], tf.shape(piece))
-        first = tf.math.unsorted_segment_min(tf.where(is_best, window_id, n_windows), piece,
-                                             n_pieces + 1)
-        can_start = is_best & (window_id == tf.gather(first, piece))  # ties: first window
+        can_start = is_max_context(w, p, w["piece_start"].row_starts(), n_pieces)
 
         # === Span scores [windows, length, K]: start at s, end at s + k ===
         end_position = tf.range(length)[:, None] + tf.range(K, dtype=tf.int64)[None, :]

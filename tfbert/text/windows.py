@@ -1,0 +1,137 @@
+"""Overlapping windows over long texts: one mechanism for every task, graph ops only.
+
+A text of any length becomes windows of at most `budget` wordpieces each. The
+step between window starts comes in either of the two conventions that BERT
+code uses:
+
+- `doc_stride` (google-research/bert's `run_squad.py`): wordpieces between
+  window starts; a window moves on by `min(budget, doc_stride)`;
+- `doc_overlap` (Hugging Face's `stride`): wordpieces shared by neighbouring
+  windows; windows start `budget - doc_overlap` apart.
+
+Question answering windows its contexts with these functions (after the
+question), classification, tagging and sentence embeddings window whole
+texts. They are core TensorFlow ops (no tf-text custom ops, no Python per
+text), so the same code runs in `tf.data`, in `predict` and inside exported
+SavedModels.
+
+Example: 11 wordpieces, windows of 4 starting 2 apart.
+>>> spans = window_spans(tf.constant([11], tf.int64), 4, doc_stride=2)
+>>> spans["window_start"].numpy().tolist(), spans["window_length"].numpy().tolist()
+([0, 2, 4, 6, 8], [4, 4, 4, 4, 3])
+>>> ids = tf.ragged.constant([[10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]], tf.int64)
+>>> window_values(ids, spans)[1].numpy().tolist()
+[12, 13, 14, 15]
+"""
+
+import tensorflow as tf
+
+WINDOW_MODES = ("truncate", "windows")  # `task.long_text`
+
+
+def window_step(budget, doc_stride=None, doc_overlap=None):
+    """Wordpieces between window starts for windows of `budget` wordpieces.
+    `doc_overlap` (if set) wins over `doc_stride`; neither: half a window."""
+    if doc_overlap is not None:
+        return budget - doc_overlap
+    if doc_stride is None:
+        return tf.maximum(budget // 2, 1)
+    return tf.minimum(budget, doc_stride)
+
+
+def window_spans(num_pieces, budget, doc_stride=None, doc_overlap=None,
+                 max_windows_per_text=None, max_windows=None, error=None):
+    """Where the windows of each text start and how long they are.
+
+    Args:
+        num_pieces: int64 `[batch]`, wordpieces of each text.
+        budget: wordpieces per window (int64 `[batch]` or a Python int), >= 1.
+        doc_stride, doc_overlap: the step, in one of the two conventions
+            (module docstring); neither: windows start half a window apart.
+        max_windows_per_text: keep at most this many windows of a text (its
+            first ones: the rest of a longer text is not read).
+        max_windows: at most this many windows in the whole batch; more is an
+            `InvalidArgumentError` with `error` as its message (memory bound).
+
+    Returns a dict: int64 `[windows]` `row` (the text of each window),
+    `window_start` and `window_length` (in the text's wordpieces); int64
+    `[batch]` `first_window` (index of each text's first window) and
+    `num_windows`. An empty text gets one empty window.
+    """
+    num_pieces = tf.cast(num_pieces, tf.int64)
+    budget = tf.cast(tf.broadcast_to(budget, tf.shape(num_pieces)), tf.int64)
+    step = tf.cast(window_step(budget, doc_stride, doc_overlap), tf.int64)
+    extra = tf.maximum(num_pieces - budget, 0)
+    num_windows = 1 + (extra + step - 1) // step
+    if max_windows_per_text is not None:
+        num_windows = tf.minimum(num_windows, max_windows_per_text)
+    total = tf.reduce_sum(num_windows)
+    if max_windows is not None:
+        check = tf.debugging.assert_less_equal(
+            total, tf.constant(max_windows, tf.int64),
+            message=error or f"more than max_windows={max_windows} windows in one call")
+        with tf.control_dependencies([check]):  # stop before packing thousands of windows
+            total = tf.identity(total)
+    row = tf.repeat(tf.range(tf.shape(num_pieces, out_type=tf.int64)[0]), num_windows)
+    first_window = tf.cumsum(num_windows, exclusive=True)
+    index_in_row = tf.range(total) - tf.gather(first_window, row)
+    window_start = index_in_row * tf.gather(step, row)
+    window_length = tf.minimum(tf.gather(num_pieces, row) - window_start, tf.gather(budget, row))
+    return {"row": row, "window_start": window_start, "window_length": window_length,
+            "first_window": first_window, "num_windows": num_windows}
+
+
+def window_values(values, spans):
+    """The windows' slices of a ragged `[batch, (pieces)]` tensor (ids,
+    offsets, labels): ragged `[windows, (window_length)]`."""
+    flat_start = tf.gather(values.row_starts(), spans["row"]) + spans["window_start"]
+    index = tf.ragged.range(flat_start, flat_start + spans["window_length"])
+    return tf.gather(values.values, index)
+
+
+def is_max_context(spans, position, piece_row_starts, num_pieces_total):
+    """True where a wordpiece is in the window that gives it the most context.
+
+    google-research's `_check_is_max_context`: a piece's score in a window is
+    `min(pieces left of it, pieces right of it) + 0.01 * window length`; each
+    piece counts in its best window only (ties: the first). `position` is
+    int64 `[windows, L]`, the index of a window's piece at each column (out of
+    `[0, window_length)` where no piece is); `piece_row_starts` the ragged
+    pieces' `row_starts()` and `num_pieces_total` their total count. Returns
+    bool `[windows, L]`.
+    """
+    p = position
+    length = spans["window_length"][:, None]
+    in_window = (p >= 0) & (p < length)
+    score = tf.cast(tf.minimum(p, length - 1 - p), tf.float32) + 0.01 * tf.cast(
+        length, tf.float32)
+    piece = tf.where(in_window, tf.gather(piece_row_starts, spans["row"])[:, None]
+                     + spans["window_start"][:, None] + p, num_pieces_total)  # spare slot
+    best = tf.math.unsorted_segment_max(tf.where(in_window, score, -1.0), piece,
+                                        num_pieces_total + 1)
+    is_best = in_window & (score == tf.gather(best, piece))
+    n_windows = tf.shape(p, out_type=tf.int64)[0]
+    window_id = tf.broadcast_to(tf.range(n_windows)[:, None], tf.shape(piece))
+    first = tf.math.unsorted_segment_min(tf.where(is_best, window_id, n_windows), piece,
+                                         num_pieces_total + 1)
+    return is_best & (window_id == tf.gather(first, piece))
+
+
+def pool_windows(values, spans, pooling="mean", weights=None):
+    """One row per text from one row per window (`values` `[windows, ...]`).
+
+    `mean` (weighted by `weights` `[windows]` when given), `max` (elementwise)
+    or `first` (the text's first window).
+    """
+    row = spans["row"]
+    nrows = tf.shape(spans["num_windows"], out_type=tf.int64)[0]
+    if pooling == "first":
+        return tf.gather(values, spans["first_window"])
+    if pooling == "max":
+        return tf.math.unsorted_segment_max(values, row, nrows)
+    if weights is None:
+        weights = tf.ones_like(row, values.dtype)
+    weights = tf.reshape(tf.cast(weights, values.dtype),
+                         tf.concat([[-1], tf.ones([tf.rank(values) - 1], tf.int32)], 0))
+    total = tf.math.unsorted_segment_sum(weights, row, nrows)
+    return tf.math.unsorted_segment_sum(values * weights, row, nrows) / tf.maximum(total, 1e-9)

@@ -27,13 +27,14 @@ import tensorflow as tf
 
 from tfbert.data import readers, validation_split
 from tfbert.data.batching import WINDOW_BATCHES, epoch_batches, length_grouped_batches
-from tfbert.experiment import at_least, in_range, validate
+from tfbert.experiment import at_least, in_range, one_of, validate
 from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
 from tfbert.metrics import glue
 from tfbert.models.classifier import BertClassifier
 from tfbert.tasks.base import Task
-from tfbert.text.packer import trim_to_bucket
+from tfbert.text.packer import trim_to_bucket, trim_to_longest
+from tfbert.text.windows import WINDOW_MODES, pool_windows, window_spans, window_values
 
 Column = Optional[Union[str, int]]
 
@@ -58,6 +59,16 @@ class ClassificationConfig:
     bucketing: bool = True
     dropout: float = in_range(0.0, 1.0, 0.1, high_open=True)
     main_metric: Optional[str] = None  # default: accuracy, or corr for regression
+    # Texts longer than seq_length (`tfbert.text.windows`): "truncate" cuts
+    # them; "windows" reads every window (training: each window is an example
+    # with its text's label; prediction: the windows' logits pooled per text).
+    long_text: str = one_of(WINDOW_MODES, "truncate")
+    # mean: the whole text counts; max: one decisive passage is enough; first:
+    # the opening decides (titles, abstracts), later windows only cost time.
+    window_pooling: str = one_of(("mean", "max", "first"), "mean")
+    doc_stride: Optional[int] = at_least(1, None)  # window step; None: half a window
+    doc_overlap: Optional[int] = at_least(0, None)  # or: wordpieces shared by neighbours
+    max_windows: int = at_least(1, 64)  # per text; the rest of a longer text is not read
 
     def __post_init__(self):
         validate(self)
@@ -79,6 +90,9 @@ class ClassificationTask(Task):
         self.label_list = [str(l) for l in config.label_list] if config.label_list else None
         self.main_metric = config.main_metric or ("corr" if self.regression else "accuracy")
         self.text_inputs = ("text", "text_b") if self.pairs else ("text",)
+        self.windowed = config.long_text == "windows"
+        self._num_windows = {}
+        self._text_logits = {}
 
     @property
     def num_outputs(self):
@@ -130,9 +144,76 @@ class ClassificationTask(Task):
         if self.regression:
             targets = targets[:, None]
         ds = tf.data.Dataset.from_tensor_slices((self._texts(examples), targets))
+        if self.windowed:
+            return self._window_dataset(ds, path, batch_size, training, seed)
         ds = self.batch(ds, batch_size, len(examples), training, seed)
         ds = ds.map(lambda t, y: (self.encode(t), y), num_parallel_calls=tf.data.AUTOTUNE)
         return ds.prefetch(tf.data.AUTOTUNE)
+
+    # === Long texts: windows (`tfbert.text.windows`) ===
+
+    def windows(self, texts):
+        """`(spans, inputs)`: the windows of a dict of string tensors `[batch]`
+        (`window_spans`) and their packed int32 `[windows, seq_length]` inputs.
+        Pairs: the second text is windowed; the first, cut to half a window,
+        goes before every window (as a question before a context in QA)."""
+        c = self.config
+        pre = self.preprocessor
+        pieces = lambda t: pre.tokenize(t).merge_dims(1, 2)
+        document = pieces(texts[self.text_inputs[-1]])
+        budget = c.seq_length - 2
+        if self.pairs:
+            first = pieces(texts["text"])[:, : (c.seq_length - 3) // 2]
+            budget = c.seq_length - 3 - first.row_lengths()
+        spans = window_spans(document.row_lengths(), budget, c.doc_stride, c.doc_overlap,
+                             max_windows_per_text=c.max_windows)
+        segments = [window_values(document, spans)]
+        if self.pairs:
+            segments.insert(0, tf.gather(first, spans["row"]))
+        return spans, pre.bert_pack_inputs(segments, seq_length=c.seq_length)
+
+    def _window_dataset(self, ds, path, batch_size, training, seed):
+        """Batches of windows, each with its text's target."""
+        def to_windows(texts, targets):
+            spans, inputs = self.windows(texts)
+            return inputs, tf.gather(targets, spans["row"])
+
+        windows = lambda d: d.batch(32).map(to_windows, num_parallel_calls=tf.data.AUTOTUNE
+                                            ).unbatch()
+        trim = lambda x, y: (trim_to_bucket(x) if self.config.bucketing else x, y)
+        if not training:
+            return windows(ds).batch(batch_size).map(trim).prefetch(tf.data.AUTOTUNE)
+        n = self.num_examples(path)
+
+        def one_epoch(shuffled):  # every window once; a text's windows mixed with others'
+            shuffled = windows(shuffled).shuffle(min(4096, n), seed=seed)
+            return shuffled.batch(batch_size, drop_remainder=self.drop_remainder).map(trim)
+
+        count = len(self.read(path)[0])
+        return epoch_batches(ds, count, batch_size, seed, batch=one_epoch).prefetch(
+            tf.data.AUTOTUNE)
+
+    def text_logits(self, model, texts, call=None):
+        """Graph ops: a dict of string tensors `[batch]` -> logits `[batch, outputs]`,
+        one row per text however long (its windows' logits pooled with
+        `config.window_pooling`). `call`: how the model runs."""
+        call = call or compiled_call(model, jit_compile=False)
+        if not self.windowed:
+            return call(self.encode(texts))
+        spans, inputs = self.windows(texts)
+        logits = call(trim_to_longest(inputs))
+        return pool_windows(logits, spans, self.config.window_pooling)
+
+    def _logits(self, model, texts_dataset):
+        """NumPy logits of a dataset of string-dict batches (windows pooled per text)."""
+        key = id(model)
+        if key not in self._text_logits:
+            spec = {n: tf.TensorSpec([None], tf.string) for n in self.text_inputs}
+            self._text_logits[key] = tf.function(lambda t: self.text_logits(model, t),
+                                                 input_signature=[spec])
+        fn = self._text_logits[key]
+        out = [fn(batch).numpy() for batch in texts_dataset]
+        return np.concatenate(out) if out else np.zeros((0, self.num_outputs), np.float32)
 
     def batch(self, ds, batch_size, num_examples, training=False, seed=0):
         """Batches of `(texts, targets)` examples. Training: each epoch one
@@ -152,7 +233,15 @@ class ClassificationTask(Task):
         return epoch_batches(ds, num_examples, batch_size, seed, self.drop_remainder, grouped)
 
     def num_examples(self, path):
-        return len(self.read(path)[0])
+        """Training examples in `path`: texts, or with windows, their windows."""
+        examples = self.read(path)[0]
+        if not self.windowed:
+            return len(examples)
+        if path not in self._num_windows:
+            ds = tf.data.Dataset.from_tensor_slices(self._texts(examples)).batch(256)
+            self._num_windows[path] = int(sum(
+                int(tf.reduce_sum(self.windows(t)[0]["num_windows"])) for t in ds))
+        return self._num_windows[path]
 
     def split_validation(self, path, out_dir, fraction, seed):
         c = self.config
@@ -174,7 +263,11 @@ class ClassificationTask(Task):
                 pieces = self.preprocessor.tokenize(tf.constant(texts[i:i + 512]))
                 lengths[i:i + 512] += pieces.merge_dims(1, 2).row_lengths().numpy()
         truncated = int((lengths > budget).sum())
-        out["truncated"] = f"{truncated} of {len(examples)} (longer than seq_length)"
+        if self.windowed:
+            out["windows"] = (f"{self.num_examples(self.config.train_file)} for {len(examples)} "
+                              f"texts ({truncated} longer than one window)")
+        else:
+            out["truncated"] = f"{truncated} of {len(examples)} (longer than seq_length)"
         return out
 
     # === Model, loss, metrics ===
@@ -198,8 +291,20 @@ class ClassificationTask(Task):
         """`(inputs dataset, reference)` for `score`."""
         examples, targets = self.read(path)
         ds = tf.data.Dataset.from_tensor_slices(self._texts(examples)).batch(batch_size)
+        if self.windowed:  # raw strings: `evaluate` reads every window of each text
+            return ds, targets
         ds = ds.map(self.encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
         return ds, targets
+
+    def dev_logits(self, model, dev):
+        """Logits `[texts, outputs]` of `eval_data`'s inputs (windows pooled per text)."""
+        inputs, _ = dev
+        if self.windowed:
+            return self._logits(model, inputs)
+        return np.asarray(model.predict(inputs, verbose=0))
+
+    def evaluate(self, model, dev):
+        return self.score(self.dev_logits(model, dev), dev[1])
 
     def score(self, logits, targets):
         """GLUE metrics of model outputs against the targets."""
@@ -214,8 +319,8 @@ class ClassificationTask(Task):
         import csv
         import os
 
-        inputs, targets = dev
-        outputs = np.asarray(model.predict(inputs, verbose=0))
+        targets = dev[1]
+        outputs = self.dev_logits(model, dev)
         path = os.path.join(out_dir, "dev_predictions.tsv")
         with open(path, "w", encoding="utf-8", newline="") as f:
             writer = csv.writer(f, delimiter="\t", lineterminator="\n")
@@ -249,8 +354,11 @@ class ClassificationTask(Task):
             if text_b is None:
                 raise ValueError("This task takes sentence pairs: pass text_b.")
             texts["text_b"] = list(text_b)
-        ds = tf.data.Dataset.from_tensor_slices(texts).batch(batch_size).map(self.encode)
-        logits = model.predict(ds, verbose=0)
+        ds = tf.data.Dataset.from_tensor_slices(texts).batch(batch_size)
+        if self.windowed:
+            logits = self._logits(model, ds)
+        else:
+            logits = model.predict(ds.map(self.encode), verbose=0)
         out = {k: v.numpy() for k, v in self.outputs(tf.constant(logits)).items()}
         if "label" in out:
             out["label"] = np.array([s.decode() for s in out["label"]])
@@ -268,7 +376,7 @@ class ClassificationTask(Task):
             return self.outputs(call(inputs))
 
         def serve_text(texts):
-            return serve_ids(self.encode(texts))
+            return self.outputs(self.text_logits(model, texts, call=call))
 
         return export_task_model(export_dir, serve_text, serve_ids, self.text_inputs,
                                  track=[model, self.preprocessor],

@@ -63,17 +63,18 @@ def semantic_search(query_embeddings, corpus_embeddings, top_k=10, query_chunk_s
 
 
 def paraphrase_mining(texts_or_embeddings, encoder=None, top_k=10, chunk_size=1000,
-                      max_pairs=500000, batch_size=32):
+                      max_pairs=500000, batch_size=32, **encode_args):
     """The most similar pairs among the inputs: a list of `(score, i, j)` with
     `i < j`, best first. Each text is compared with every other in chunks and
     keeps its `top_k` neighbours, so memory is `chunk_size x chunk_size`
-    plus `n x top_k`. Texts need `encoder` (a `tfbert.SentenceEncoder`)."""
+    plus `n x top_k`. Texts need `encoder` (a `tfbert.SentenceEncoder`);
+    `encode_args` go to its `encode` (e.g. `long_text="windows"`)."""
     data = texts_or_embeddings
     if len(data) and isinstance(data[0], str):
         if encoder is None:
             raise ValueError("paraphrase_mining got texts: pass encoder= (a SentenceEncoder), "
                              "or pass embeddings.")
-        data = encoder.encode(list(data), batch_size=batch_size)
+        data = encoder.encode(list(data), batch_size=batch_size, **encode_args)
     emb = _unit(data, "embeddings")
     n = len(emb)
     pairs = {}

@@ -94,3 +94,34 @@ def test_bad_settings(model):
         SentenceEncoder(model.encoder, pooling="sum")
     with pytest.raises(ValueError, match="needs a preprocessor"):
         SentenceEncoder(model.encoder).encode(["x"])
+
+
+def test_long_text_windows_pool_by_wordpieces(model):
+    from tfbert.text.windows import pack_windows
+
+    long_text = " ".join(TEXTS * 6)  # several windows of seq_length 32
+    texts = [long_text, "Read it.", ""]
+    windows = model.encode(texts, long_text="windows", doc_stride=10)
+    truncated = model.encode(texts)
+    # A text that fits one window: the same embedding as truncation.
+    np.testing.assert_allclose(windows[1:], truncated[1:], atol=1e-6)
+    # A long one: the windows' embeddings averaged by wordpieces, normalized again.
+    pieces = model.preprocessor.tokenize(np.array([long_text])).merge_dims(1, 2)
+    spans, inputs = pack_windows(model.preprocessor, pieces, 32, doc_stride=10)
+    per_window = model(inputs).numpy()
+    weights = spans["window_length"].numpy()[:, None]
+    assert len(weights) > 3
+    want = (per_window * weights).sum(0) / weights.sum()
+    np.testing.assert_allclose(windows[0], want / np.linalg.norm(want), atol=1e-5)
+    assert not np.allclose(windows[0], truncated[0], atol=1e-3)
+    # batch_size counts windows: any value gives the same vectors.
+    for batch_size in (1, 5, 64):
+        np.testing.assert_allclose(model.encode(texts, batch_size=batch_size, long_text="windows",
+                                                doc_stride=10), windows, atol=1e-6)
+    # The cap: only the first max_windows windows of a text are read.
+    huge = "word " * 100_000
+    capped = model.encode([huge, " ".join(["word"] * 60)], long_text="windows", max_windows=2,
+                          doc_stride=30)
+    np.testing.assert_allclose(capped[0], capped[1], atol=1e-6)
+    with pytest.raises(ValueError, match="long_text must be one of"):
+        model.encode(texts, long_text="chunks")

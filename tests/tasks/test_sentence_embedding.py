@@ -124,6 +124,17 @@ def test_ranking_trains_exports_and_serves(tmp_path, files, vocab):
     assert got.shape == (2, 128)
     np.testing.assert_allclose(got, want, atol=1e-5)
     np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    # The same model exported to read long texts whole: served = predict.
+    windows = get_task("sentence_embedding")({"loss": "ranking", "seq_length": 16,
+                                                            "long_text": "windows"})
+    windows.prepare(result.task.preprocessor)
+    long_texts = [" ".join(texts * 8), texts[0], ""]
+    want = windows.predict(result.model, long_texts)["embedding"]
+    path = windows.export(result.model, str(tmp_path / "windows_export"))
+    got = load_task_model(path).signatures["serving_default"](text=np.array(long_texts))
+    np.testing.assert_allclose(got["embedding"].numpy(), want, atol=1e-5)
+    assert not np.allclose(want[0], result.task.predict(result.model, long_texts[:1])[
+        "embedding"][0], atol=1e-3)
 
 
 def test_config_errors(files):

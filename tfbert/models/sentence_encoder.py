@@ -12,6 +12,7 @@ from tfbert import checkpoint
 from tfbert.encoder import INPUT_NAMES, BertEncoder
 from tfbert.text.packer import trim_to_longest
 from tfbert.text.preprocessor import BertPreprocessor
+from tfbert.text.windows import WINDOW_MODES, pack_windows, pool_windows, window_spans
 
 POOLING = ("mean", "cls", "max")
 DENSE_ACTIVATIONS = ("tanh", "linear")
@@ -102,7 +103,7 @@ class SentenceEncoder(keras.Model):
         self.normalize = bool(normalize)
         self.dense = dense
         self.preprocessor = preprocessor
-        self._embed_text = None
+        self._embed_fns = {}
 
     @property
     def dim(self):
@@ -110,21 +111,42 @@ class SentenceEncoder(keras.Model):
 
     # === Raw strings ===
 
-    def embed_text(self, texts, call=None):
+    def embed_text(self, texts, call=None, long_text="truncate", doc_stride=None,
+                   doc_overlap=None, max_windows=64):
         """Graph ops: tf.string `[batch]` -> `[batch, dim]`; each batch is padded
         to its longest text (not to `seq_length`), so short texts cost little.
         Used by `encode` and by the exported `serving_default`; `call`: how the
-        model runs (`tfbert.export.compiled_call`; default the plain call)."""
-        inputs = trim_to_longest(self.preprocessor(texts))
-        return call(inputs) if call else self(inputs, training=False)
+        model runs (`tfbert.export.compiled_call`; default the plain call).
 
-    def encode(self, texts, batch_size=32, show_progress=None):
+        `long_text="windows"`: a text longer than `seq_length` is read as
+        overlapping windows (`tfbert.text.windows`; `doc_stride` / `doc_overlap`,
+        at most `max_windows` per text), and its embedding is the mean of its
+        windows' embeddings weighted by their wordpieces (normalized again when
+        the model normalizes)."""
+        call = call or (lambda inputs: self(inputs, training=False))
+        if long_text == "truncate":
+            return call(trim_to_longest(self.preprocessor(texts)))
+        pieces = self.preprocessor.tokenize(texts).merge_dims(1, 2)
+        spans, inputs = pack_windows(self.preprocessor, pieces, self.preprocessor.seq_length,
+                                     doc_stride=doc_stride, doc_overlap=doc_overlap,
+                                     max_windows_per_text=max_windows)
+        embeddings = call(trim_to_longest(inputs))
+        pooled = pool_windows(embeddings, spans, "mean",
+                              weights=tf.maximum(spans["window_length"], 1))
+        return tf.math.l2_normalize(pooled, axis=-1, epsilon=1e-24) if self.normalize else pooled
+
+    def encode(self, texts, batch_size=32, show_progress=None, long_text="truncate",
+               doc_stride=None, doc_overlap=None, max_windows=64):
         """NumPy float32 `[n, dim]` embeddings of a list of strings, in input order.
 
         Texts are sorted by wordpiece count internally so each batch pads to
         a similar length, and truncated at the preprocessor's `seq_length`
         (sentence-transformers' `max_seq_length`). `show_progress`: None shows
         a bar for more than 10,000 texts.
+
+        `long_text="windows"` reads every window of a long text (`embed_text`);
+        then `batch_size` counts windows, so one call holds the windows of
+        several texts (a text with more windows is a call of its own).
         """
         texts = check_texts(texts)
         if self.preprocessor is None:
@@ -132,19 +154,37 @@ class SentenceEncoder(keras.Model):
                              "or load with SentenceEncoder.from_pretrained(dir).")
         if int(batch_size) < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
-        if self._embed_text is None:
+        if long_text not in WINDOW_MODES:
+            raise ValueError(f"long_text must be one of {list(WINDOW_MODES)}, got {long_text!r}.")
+        options = dict(long_text=long_text, doc_stride=doc_stride, doc_overlap=doc_overlap,
+                       max_windows=max_windows)
+        key = ",".join(f"{k}={v}" for k, v in options.items())  # str: Keras tracks the dict
+        if key not in self._embed_fns:
             # One trace for every batch: strings of any count, any length.
-            self._embed_text = tf.function(self.embed_text, input_signature=[
-                tf.TensorSpec([None], tf.string)], reduce_retracing=True)
-        order = np.argsort(-self.token_counts(texts), kind="stable")
+            self._embed_fns[key] = tf.function(
+                lambda t: self.embed_text(t, **options),
+                input_signature=[tf.TensorSpec([None], tf.string)], reduce_retracing=True)
+        embed = self._embed_fns[key]
+        counts = self.token_counts(texts)
+        order = np.argsort(-counts, kind="stable")
+        cost = np.ones(len(texts), np.int64)  # windows per text
+        if long_text == "windows":
+            cost = window_spans(counts, self.preprocessor.seq_length - 2, doc_stride, doc_overlap,
+                                max_windows_per_text=max_windows)["num_windows"].numpy()
         show = len(texts) > PROGRESS_MIN if show_progress is None else show_progress
         bar = keras.utils.Progbar(len(texts), stateful_metrics=[]) if show else None
         out = np.empty((len(texts), self.dim), np.float32)
-        for start in range(0, len(texts), batch_size):
-            index = order[start:start + batch_size]
-            out[index] = self._embed_text(tf.constant([texts[i] for i in index])).numpy()
+        done = np.concatenate([[0], np.cumsum(cost[order])])  # windows before each text
+        start = 0
+        while start < len(texts):
+            # One call: the next texts up to batch_size windows (at least one text).
+            end = max(start + 1, int(np.searchsorted(done, done[start] + batch_size,
+                                                      side="right")) - 1)
+            index = order[start:end]
+            out[index] = embed(tf.constant([texts[i] for i in index])).numpy()
+            start = end
             if bar is not None:
-                bar.update(min(start + batch_size, len(texts)))
+                bar.update(start)
         return out
 
     def token_counts(self, texts, chunk=4096):

@@ -34,7 +34,7 @@ from tfbert.metrics import glue
 from tfbert.models.classifier import BertClassifier
 from tfbert.tasks.base import Task
 from tfbert.text.packer import trim_to_bucket, trim_to_longest
-from tfbert.text.windows import WINDOW_MODES, pool_windows, window_spans, window_values
+from tfbert.text.windows import WINDOW_MODES, pack_windows, pool_windows
 
 Column = Optional[Union[str, int]]
 
@@ -158,19 +158,11 @@ class ClassificationTask(Task):
         Pairs: the second text is windowed; the first, cut to half a window,
         goes before every window (as a question before a context in QA)."""
         c = self.config
-        pre = self.preprocessor
-        pieces = lambda t: pre.tokenize(t).merge_dims(1, 2)
-        document = pieces(texts[self.text_inputs[-1]])
-        budget = c.seq_length - 2
-        if self.pairs:
-            first = pieces(texts["text"])[:, : (c.seq_length - 3) // 2]
-            budget = c.seq_length - 3 - first.row_lengths()
-        spans = window_spans(document.row_lengths(), budget, c.doc_stride, c.doc_overlap,
-                             max_windows_per_text=c.max_windows)
-        segments = [window_values(document, spans)]
-        if self.pairs:
-            segments.insert(0, tf.gather(first, spans["row"]))
-        return spans, pre.bert_pack_inputs(segments, seq_length=c.seq_length)
+        pieces = lambda t: self.preprocessor.tokenize(t).merge_dims(1, 2)
+        prefix = pieces(texts["text"])[:, : (c.seq_length - 3) // 2] if self.pairs else None
+        return pack_windows(self.preprocessor, pieces(texts[self.text_inputs[-1]]), c.seq_length,
+                            prefix=prefix, doc_stride=c.doc_stride, doc_overlap=c.doc_overlap,
+                            max_windows_per_text=c.max_windows)
 
     def _window_dataset(self, ds, path, batch_size, training, seed):
         """Batches of windows, each with its text's target."""

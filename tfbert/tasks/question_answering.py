@@ -60,7 +60,7 @@ from tfbert.export.task_model import export_task_model
 from tfbert.metrics.squad import squad_scores
 from tfbert.models.span_labeler import MASKED_LOGIT, BertSpanLabeler
 from tfbert.tasks.base import Task
-from tfbert.text.windows import is_max_context, window_spans, window_values
+from tfbert.text.windows import is_max_context, pack_windows
 
 NO_SPAN_SCORE = 2 * MASKED_LOGIT  # `score` when a question has no candidate span at all
 
@@ -167,19 +167,14 @@ class QuestionAnsweringTask(Task):
         piece_start = tf.cast(starts.merge_dims(1, 2), tf.int64)
         piece_limit = tf.cast(limits.merge_dims(1, 2), tf.int64)
 
-        # === Windows of the context (run_squad.py's doc_spans; tfbert.text.windows) ===
-        n_q = q_ids.row_lengths()
-        spans = window_spans(
-            c_ids.row_lengths(), c.seq_length - 3 - n_q,  # budget: context pieces per window
-            doc_stride=c.doc_stride, doc_overlap=c.doc_overlap, max_windows=c.max_windows,
+        # === Windows: [CLS] question [SEP] window [SEP] (run_squad.py's doc_spans) ===
+        spans, inputs = pack_windows(
+            pre, c_ids, c.seq_length, prefix=q_ids, doc_stride=c.doc_stride,
+            doc_overlap=c.doc_overlap, max_windows=c.max_windows,
             error=(f"squad: the contexts need more than max_windows={c.max_windows} windows; "
                    "send fewer or shorter contexts per call (or raise task.max_windows)"))
         row = spans["row"]
-
-        # === Packing: [CLS] question [SEP] window [SEP] (never truncates) ===
-        inputs = pre.bert_pack_inputs([tf.gather(q_ids, row), window_values(c_ids, spans)],
-                                      seq_length=c.seq_length)
-        return {**spans, "inputs": inputs, "context_offset": 2 + tf.gather(n_q, row),
+        return {**spans, "inputs": inputs, "context_offset": 2 + tf.gather(q_ids.row_lengths(), row),
                 "piece_start": piece_start, "piece_limit": piece_limit}
 
     def _targets(self, w, answer_start, answer_end):

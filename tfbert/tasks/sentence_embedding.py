@@ -36,6 +36,7 @@ import tensorflow as tf
 from tfbert.data import pairs as pair_readers
 from tfbert.data import validation_split
 from tfbert.data.batching import epoch_batches
+from tfbert.experiment import at_least, one_of, validate
 from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
 from tfbert.losses import (CosineSimilarityLoss, MultipleNegativesRankingLoss, SoftmaxLoss,
@@ -44,6 +45,7 @@ from tfbert.metrics import retrieval
 from tfbert.models.sentence_encoder import SentenceEncoder
 from tfbert.tasks.base import Task
 from tfbert.text.packer import trim_to_bucket, trim_to_longest
+from tfbert.text.windows import WINDOW_MODES
 
 Column = Optional[Union[str, int]]
 LOSSES = ("ranking", "cosine", "softmax", "triplet")
@@ -74,6 +76,22 @@ class SentenceEmbeddingConfig:
     scale: float = 20.0  # ranking: cosine scale (sentence-transformers' default)
     margin: float = 5.0  # triplet: Euclidean margin (sentence-transformers' default)
     seq_length: int = 128
+    # Texts longer than seq_length in `predict`, dev scoring and the export:
+    # "truncate" cuts them; "windows" embeds every window and averages them
+    # weighted by wordpieces (`SentenceEncoder.embed_text`). Training pairs
+    # are truncated either way.
+    long_text: str = one_of(WINDOW_MODES, "truncate")
+    doc_stride: Optional[int] = at_least(1, None)  # window step; None: half a window
+    doc_overlap: Optional[int] = at_least(0, None)  # or: wordpieces shared by neighbours
+    max_windows: int = at_least(1, 64)  # per text; the rest of a longer text is not read
+
+    def __post_init__(self):
+        validate(self)
+
+    def window_options(self):
+        """`SentenceEncoder.encode` / `embed_text` keyword arguments for long texts."""
+        return {"long_text": self.long_text, "doc_stride": self.doc_stride,
+                "doc_overlap": self.doc_overlap, "max_windows": self.max_windows}
 
 
 class SentenceEmbeddingTask(Task):
@@ -222,7 +240,9 @@ class SentenceEmbeddingTask(Task):
 
     def evaluate(self, model, dev, batch_size=64):
         texts, text_bs, scores = dev
-        embeddings = (model.encode(texts, batch_size), model.encode(text_bs, batch_size))
+        options = self.config.window_options()
+        embeddings = (model.encode(texts, batch_size, **options),
+                      model.encode(text_bs, batch_size, **options))
         return self.score(embeddings, scores)
 
     def score(self, embeddings, scores):
@@ -236,7 +256,8 @@ class SentenceEmbeddingTask(Task):
 
     def predict(self, model, text, batch_size=32):
         """`{"embedding": [n, dim]}` for raw strings."""
-        return {"embedding": model.encode(text, batch_size=batch_size)}
+        return {"embedding": model.encode(text, batch_size=batch_size,
+                                          **self.config.window_options())}
 
     def export(self, model, export_dir, jit_compile=False):
         """SavedModel: `serving_default(text)` -> `embedding`. `jit_compile=True`:
@@ -245,7 +266,8 @@ class SentenceEmbeddingTask(Task):
         call = compiled_call(model, jit_compile)
         return export_task_model(
             export_dir,
-            serve_text=lambda texts: {"embedding": model.embed_text(texts["text"], call)},
+            serve_text=lambda texts: {"embedding": model.embed_text(
+                texts["text"], call, **self.config.window_options())},
             serve_ids=lambda inputs: {"embedding": call(inputs)},
             text_inputs=("text",),
             track=[model, self.preprocessor],

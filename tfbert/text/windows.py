@@ -89,6 +89,22 @@ def window_values(values, spans):
     return tf.gather(values.values, index)
 
 
+def pack_windows(preprocessor, pieces, seq_length, prefix=None, **window_args):
+    """Windows of ragged wordpiece ids `pieces` `[batch, (pieces)]`, packed as
+    `[CLS] window [SEP]`, or `[CLS] prefix [SEP] window [SEP]` with `prefix`
+    `[batch, (ids)]` (a question, the first text of a pair) before each window
+    of its row. `window_args` go to `window_spans`. Returns `(spans, inputs)`:
+    the spans and the three int32 `[windows, seq_length]` encoder inputs."""
+    budget = seq_length - 2
+    if prefix is not None:
+        budget = seq_length - 3 - prefix.row_lengths()
+    spans = window_spans(pieces.row_lengths(), budget, **window_args)
+    segments = [window_values(pieces, spans)]
+    if prefix is not None:
+        segments.insert(0, tf.gather(prefix, spans["row"]))
+    return spans, preprocessor.bert_pack_inputs(segments, seq_length=seq_length)
+
+
 def is_max_context(spans, position, piece_row_starts, num_pieces_total):
     """True where a wordpiece is in the window that gives it the most context.
 

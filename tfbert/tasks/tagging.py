@@ -29,13 +29,14 @@ import tensorflow as tf
 
 from tfbert.data import readers, validation_split
 from tfbert.data.batching import epoch_batches
-from tfbert.experiment import at_least, in_range, validate
+from tfbert.experiment import at_least, in_range, one_of, validate
 from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
 from tfbert.metrics import seqeval
 from tfbert.models.token_classifier import BertTokenClassifier
 from tfbert.tasks.base import Task
 from tfbert.text.packer import trim_to_bucket
+from tfbert.text.windows import WINDOW_MODES, is_max_context, pack_windows, window_values
 from tfbert.text.word_splitting import WordSplitter
 
 IGNORE = -1  # label of positions without a word label ([CLS], [SEP], later pieces, padding)
@@ -56,6 +57,13 @@ class TaggingConfig:
     # Training batches cut to their longest sentence, rounded up to a bucket
     # width (text/packer.py BUCKETS): padding costs nothing, shapes stay few.
     bucketing: bool = True
+    # Texts longer than seq_length (`tfbert.text.windows`): "truncate" tags
+    # the words of the first window only; "windows" tags every word, each
+    # from the window where it has the most context on both sides.
+    long_text: str = one_of(WINDOW_MODES, "truncate")
+    doc_stride: Optional[int] = at_least(1, None)  # window step; None: half a window
+    doc_overlap: Optional[int] = at_least(0, None)  # or: wordpieces shared by neighbours
+    max_windows: int = at_least(1, 64)  # per text; words past them are not tagged
 
     def __post_init__(self):
         validate(self)
@@ -72,6 +80,9 @@ class TaggingTask(Task):
         config = self.config
         self.label_list = list(config.label_list) if config.label_list else None
         self.main_metric = config.main_metric
+        self.windowed = config.long_text == "windows"
+        self._word_logits = {}
+        self._num_windows = {}
 
     @property
     def is_bio(self):
@@ -121,7 +132,10 @@ class TaggingTask(Task):
         return inputs, labels
 
     def _train_example(self, words, word_labels):
-        inputs, labels = self.pack(self.word_pieces(words), word_labels)
+        return self._weighted(*self.pack(self.word_pieces(words), word_labels))
+
+    def _weighted(self, inputs, labels):
+        """`(inputs, labels, weights)`: weight 1 where a label is (bucketed if set)."""
         if self.config.bucketing:
             # Cut columns hold only padding, labelled IGNORE (weight 0).
             inputs = trim_to_bucket(inputs)
@@ -129,12 +143,59 @@ class TaggingTask(Task):
         weights = tf.cast(labels != IGNORE, tf.float32)
         return inputs, tf.maximum(labels, 0), weights
 
+    def pack_windows(self, word_pieces, word_labels=None):
+        """`(spans, inputs[, labels])`: windows of the texts' wordpieces
+        (`tfbert.text.windows`), packed `[CLS] window [SEP]`; labels as in
+        `pack` (each window labels the first pieces of the words in it)."""
+        c = self.config
+        pieces = word_pieces.merge_dims(1, 2)
+        spans, inputs = pack_windows(self.preprocessor, pieces, c.seq_length,
+                                     doc_stride=c.doc_stride, doc_overlap=c.doc_overlap,
+                                     max_windows_per_text=c.max_windows)
+        if word_labels is None:
+            return spans, inputs
+        words = word_pieces.values  # [total words, (pieces)]
+        piece_word = words.value_rowids()
+        first = tf.range(tf.shape(piece_word, out_type=tf.int64)[0]) == tf.gather(
+            words.row_starts(), piece_word)
+        labels = tf.where(first, tf.gather(tf.cast(word_labels.flat_values, tf.int32), piece_word),
+                          IGNORE)
+        labels = window_values(pieces.with_values(labels), spans)
+        edge = tf.fill([labels.nrows(), 1], IGNORE)
+        labels = tf.concat([edge, labels, edge], axis=1)
+        return spans, inputs, labels.to_tensor(default_value=IGNORE, shape=[None, c.seq_length])
+
+    def word_logits(self, model, word_pieces, call=None):
+        """Graph ops, windows: logits of every word's first piece, each from the
+        window where that piece has the most context (google-research's rule).
+        Returns `(logits [words, classes], covered [words])` over the batch's
+        flat words; `covered` is False for words past `max_windows`."""
+        call = call or compiled_call(model, jit_compile=False)
+        spans, inputs = self.pack_windows(word_pieces)
+        longest = tf.reduce_max(tf.concat([tf.reduce_sum(inputs["input_mask"], 1), [2]], 0))
+        logits = call({k: v[:, :longest] for k, v in inputs.items()})
+        pieces = word_pieces.merge_dims(1, 2)
+        n_pieces = tf.shape(pieces.values, out_type=tf.int64)[0]
+        position = tf.range(tf.shape(logits, out_type=tf.int64)[1])[None, :] - 1  # after [CLS]
+        position = tf.broadcast_to(position, tf.shape(logits, out_type=tf.int64)[:2])
+        best = is_max_context(spans, position, pieces.row_starts(), n_pieces)
+        piece = tf.where(best, tf.gather(pieces.row_starts(), spans["row"])[:, None]
+                         + spans["window_start"][:, None] + position, n_pieces)
+        # One best window per piece: the sum over windows is that window's logits.
+        per_piece = tf.math.unsorted_segment_sum(logits, piece, n_pieces + 1)
+        covered = tf.math.unsorted_segment_max(tf.cast(best, tf.int32), piece, n_pieces + 1) > 0
+        first_piece = word_pieces.values.row_starts()  # flat index of each word's first piece
+        first_piece = tf.where(word_pieces.values.row_lengths() > 0, first_piece, n_pieces)
+        return tf.gather(per_piece, first_piece), tf.gather(covered, first_piece)
+
     def dataset(self, path, batch_size, training=False, seed=0):
         """`(inputs, labels, sample_weights)` batches; weight 1 on each word's first piece."""
         sentences = self.read(path)
         tag_ids = readers.encode_tags(sentences, self.label_list)
         ds = tf.data.Dataset.from_tensor_slices(
             (tf.ragged.constant(sentences.words), tf.ragged.constant(tag_ids, dtype=tf.int32)))
+        if self.windowed:
+            return self._window_dataset(ds, path, batch_size, training, seed)
         if training:
             ds = epoch_batches(ds, len(sentences), batch_size, seed, batch=lambda d: d.ragged_batch(
                 batch_size, drop_remainder=self.drop_remainder))
@@ -143,8 +204,35 @@ class TaggingTask(Task):
         ds = ds.map(self._train_example, num_parallel_calls=tf.data.AUTOTUNE)
         return ds.prefetch(tf.data.AUTOTUNE)
 
+    def _window_dataset(self, ds, path, batch_size, training, seed):
+        """Batches of windows (one window is one example)."""
+        def to_windows(words, word_labels):
+            return self.pack_windows(self.word_pieces(words), word_labels)[1:]
+
+        windows = lambda d: d.ragged_batch(32).map(
+            to_windows, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+        if not training:
+            return windows(ds).batch(batch_size).map(self._weighted).prefetch(tf.data.AUTOTUNE)
+        n = self.num_examples(path)
+
+        def one_epoch(shuffled):  # every window once; a text's windows mixed with others'
+            return windows(shuffled).shuffle(min(4096, n), seed=seed).batch(
+                batch_size, drop_remainder=self.drop_remainder).map(self._weighted)
+
+        return epoch_batches(ds, len(self.read(path)), batch_size, seed,
+                             batch=one_epoch).prefetch(tf.data.AUTOTUNE)
+
     def num_examples(self, path):
-        return len(self.read(path))
+        """Training examples in `path`: sentences, or with windows, their windows."""
+        sentences = self.read(path)
+        if not self.windowed:
+            return len(sentences)
+        if path not in self._num_windows:
+            words = tf.data.Dataset.from_tensor_slices(tf.ragged.constant(sentences.words))
+            self._num_windows[path] = int(sum(
+                int(tf.reduce_sum(self.pack_windows(self.word_pieces(w))[0]["num_windows"]))
+                for w in words.ragged_batch(256)))
+        return self._num_windows[path]
 
     def split_validation(self, path, out_dir, fraction, seed):
         return validation_split.split_conll(path, out_dir, fraction, seed)
@@ -171,6 +259,8 @@ class TaggingTask(Task):
         sentences = self.read(path)
         readers.encode_tags(sentences, self.label_list)  # unknown tags: error with file and line
         words = tf.data.Dataset.from_tensor_slices(tf.ragged.constant(sentences.words))
+        if self.windowed:  # `evaluate` tags whole texts from their windows
+            return words.ragged_batch(batch_size), {"tags": sentences.tags}
         pieces = words.ragged_batch(batch_size).map(self.word_pieces)
         inputs = pieces.map(self.pack, num_parallel_calls=tf.data.AUTOTUNE)
         counts = [c for batch in pieces.map(lambda p: p.row_lengths(axis=2))
@@ -191,11 +281,34 @@ class TaggingTask(Task):
         return [[self.label_list[ids[i, p]] if p >= 0 else fallback for p in pos]
                 for i, pos in enumerate(positions)]
 
+    def evaluate(self, model, dev):
+        if not self.windowed:
+            return super().evaluate(model, dev)
+        words, reference = dev
+        key = id(model)
+        if key not in self._word_logits:
+            self._word_logits[key] = tf.function(
+                lambda w: self.word_logits(model, self.word_pieces(w)),
+                input_signature=[tf.RaggedTensorSpec([None, None], tf.string, 1, tf.int64)])
+        fallback = "O" if "O" in self.label_list else self.label_list[0]
+        predicted = []
+        for batch in words:
+            logits, covered = self._word_logits[key](batch)
+            tags = np.where(covered.numpy(), np.asarray(self.label_list, object)[
+                logits.numpy().argmax(-1)], fallback)
+            for n in batch.row_lengths().numpy():
+                predicted.append(tags[:n].tolist())
+                tags = tags[n:]
+        return self.score_tags(reference["tags"], predicted)
+
     def score(self, logits, reference):
-        predicted = self.decode(logits, reference["positions"])
-        scores = {"accuracy": seqeval.token_accuracy(reference["tags"], predicted)}
+        return self.score_tags(reference["tags"], self.decode(logits, reference["positions"]))
+
+    def score_tags(self, gold, predicted):
+        """Accuracy (and BIO: entity precision, recall, F1) of word tags."""
+        scores = {"accuracy": seqeval.token_accuracy(gold, predicted)}
         if self.is_bio:
-            report = seqeval.f1_report(reference["tags"], predicted)
+            report = seqeval.f1_report(gold, predicted)
             scores.update(precision=report["precision"], recall=report["recall"],
                           f1=report["f1"], per_type=report["per_type"])
         return scores
@@ -216,19 +329,27 @@ class TaggingTask(Task):
         text = tf.convert_to_tensor(text)
         word_pieces, starts, ends = self.text_words(text)
         call = call or compiled_call(model, jit_compile=False)
-        logits = call(self.pack(word_pieces))
-        seq_length = self.preprocessor.seq_length
-        counts = word_pieces.row_lengths(axis=2).flat_values
-        cum = tf.cumsum(counts, exclusive=True)
-        cum = tf.concat([cum, [tf.reduce_sum(counts)]], axis=0)
         word_row = word_pieces.value_rowids()
-        position = 1 + cum[:-1] - tf.gather(cum, tf.gather(word_pieces.row_starts(), word_row))
-        # Words whose first piece was truncated away are not returned.
-        keep = position < seq_length - 1
-        row = tf.boolean_mask(word_row, keep)
-        position = tf.boolean_mask(position, keep)
-        tag_id = tf.gather_nd(tf.argmax(logits, axis=-1, output_type=tf.int32),
-                              tf.stack([row, position], axis=1))
+        if self.windowed:
+            # Every word, tagged from its best window; words past max_windows are not returned.
+            word_logits, keep = self.word_logits(model, word_pieces, call)
+            row = tf.boolean_mask(word_row, keep)
+            word_logits = tf.boolean_mask(word_logits, keep)
+            tag_id = tf.argmax(word_logits, axis=-1, output_type=tf.int32)
+        else:
+            logits = call(self.pack(word_pieces))
+            seq_length = self.preprocessor.seq_length
+            counts = word_pieces.row_lengths(axis=2).flat_values
+            cum = tf.cumsum(counts, exclusive=True)
+            cum = tf.concat([cum, [tf.reduce_sum(counts)]], axis=0)
+            position = 1 + cum[:-1] - tf.gather(cum, tf.gather(word_pieces.row_starts(),
+                                                               word_row))
+            # Words whose first piece was truncated away are not returned.
+            keep = position < seq_length - 1
+            row = tf.boolean_mask(word_row, keep)
+            position = tf.boolean_mask(position, keep)
+            tag_id = tf.gather_nd(tf.argmax(logits, axis=-1, output_type=tf.int32),
+                                  tf.stack([row, position], axis=1))
         start = tf.boolean_mask(starts.flat_values, keep)
         end = tf.boolean_mask(ends.flat_values, keep)
         word = tf.strings.substr(tf.gather(text, row), start, end - start, unit="BYTE")
@@ -237,9 +358,12 @@ class TaggingTask(Task):
         def per_text(values, default):
             return tf.RaggedTensor.from_value_rowids(values, row, nrows=nrows).to_tensor(default)
 
+        if self.windowed:  # per word: a position of one window means nothing to the caller
+            scores = {"word_probabilities": per_text(tf.nn.softmax(word_logits, axis=-1), 0.0)}
+        else:
+            scores = {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
         return {
-            "logits": logits,
-            "probabilities": tf.nn.softmax(logits, axis=-1),
+            **scores,
             "tag_ids": per_text(tag_id, -1),
             "tags": per_text(tf.gather(tf.constant(self.label_list), tag_id), ""),
             "words": per_text(word, ""),

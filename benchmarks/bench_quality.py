@@ -27,6 +27,13 @@ Tasks:
   (`docstring_task.py`, 5 classes, 30 train / 60 dev per class);
 - `sentiment`: the shipped sentiment sentences (160 train / 40 dev);
 - `ner`: the shipped CoNLL files;
+- `long_docs`, `long_docs_128`, `long_docs_512`: the manual section of a man page
+  (`long_docs.py`: 4 sections, 60 train / 40 dev pages each, up to 800 words,
+  median about 700 words, 900 wordpieces), read as windows of 128 wordpieces
+  (`task.long_text=windows`, the windows' logits averaged), or cut at 128 or
+  512 wordpieces. The reference for `long_docs` trains on the same windows,
+  each with its page's label, and averages its windows' logits per page
+  (chunk-and-average);
 - `embeddings`: (summary line, rest of the paragraph) pairs from standard-library
   docstrings (`docstring_pairs.py`; 300 held out), in-batch negatives, held-out
   recall@1; the reference is sentence-transformers' `MultipleNegativesRankingLoss`
@@ -48,9 +55,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data", "finetune")
-TASK_NAMES = ("squad", "docstrings", "sentiment", "ner", "embeddings")
+TASK_NAMES = ("squad", "docstrings", "sentiment", "ner", "embeddings", "long_docs",
+              "long_docs_128", "long_docs_512")
 METRIC = {"squad": "f1", "docstrings": "accuracy", "sentiment": "accuracy", "ner": "f1",
-          "embeddings": "recall_at_1"}
+          "embeddings": "recall_at_1", "long_docs": "accuracy", "long_docs_128": "accuracy",
+          "long_docs_512": "accuracy"}
+LONG_DOCS = {"long_docs": dict(seq_length=128, long_text="windows"),
+             "long_docs_128": dict(seq_length=128), "long_docs_512": dict(seq_length=512)}
 
 
 # === Data and tasks ===
@@ -78,6 +89,10 @@ def task_for(name, data_dir):
     if name == "ner":
         return TaggingTask(dict(train_file=os.path.join(DATA, "ner_train.conll"),
                                 dev_file=os.path.join(DATA, "ner_dev.conll"), seq_length=64))
+    if name in LONG_DOCS:
+        return ClassificationTask(dict(train_file=os.path.join(data_dir, "long_docs", "train.tsv"),
+                                       dev_file=os.path.join(data_dir, "long_docs", "dev.tsv"),
+                                       text_column="text", **LONG_DOCS[name]))
     if name == "embeddings":
         return SentenceEmbeddingTask(dict(
             train_file=os.path.join(data_dir, "pairs", "train.tsv"),
@@ -89,6 +104,7 @@ def task_for(name, data_dir):
 def build_data(data_dir):
     from benchmarks.docstring_pairs import docstring_pairs
     from benchmarks.docstring_task import build_docstring_task
+    from benchmarks.long_docs import build_long_docs
     from benchmarks.squad_docs import build_squad_docs
 
     # 300 dev questions: one is 0.33 F1, so a 5-F1 spread over seeds is ~15
@@ -98,6 +114,8 @@ def build_data(data_dir):
                      functions_per_paragraph=6)
     build_docstring_task(os.path.join(data_dir, "docstrings"), train_per_class=30,
                          dev_per_class=60, pool_per_class=0)
+    build_long_docs(os.path.join(data_dir, "long_docs"), train_per_class=60, dev_per_class=40,
+                    max_words=800)
     pairs = docstring_pairs()
     os.makedirs(os.path.join(data_dir, "pairs"), exist_ok=True)
     for split, rows in (("dev", pairs[:300]), ("train", pairs[300:])):
@@ -280,6 +298,15 @@ def reference_run(name, data_dir, checkpoint, hf_dir, recipe, seed):
         hf_dir, num_labels=len(task.label_list))
     _torch_fit(model, _arrays(batches, seq_length), recipe, seed)
     inputs, targets = task.eval_data(dev_file, 64)
+    if task.windowed:  # chunk-and-average: every window of a page, logits averaged
+        from tfbert.text.windows import pool_windows
+
+        logits = []
+        for texts in inputs:
+            spans, windows = task.windows(texts)
+            per_window = _torch_logits(model, windows, "logits")[0]
+            logits.append(pool_windows(tf.constant(per_window), spans, "mean").numpy())
+        return task.score(np.concatenate(logits), targets)
     logits = np.concatenate([_torch_logits(model, x, "logits")[0] for x in inputs])
     return task.score(logits, targets)
 

@@ -81,3 +81,25 @@ def test_pooling():
     weighted = pool_windows(values, spans, "mean", weights=spans["window_length"])
     np.testing.assert_allclose(weighted, [[(2 + 6 + 5) / 5, (0 + 8 - 2) / 5], [7, 7]],
                                rtol=1e-6)
+
+
+def test_window_batches_bound_each_call():
+    from tfbert.text.windows import window_batches
+
+    windows = [1, 3, 2, 9, 1, 1, 4]
+    batches = window_batches(windows, 4)
+    assert batches == [(0, 2), (2, 3), (3, 4), (4, 6), (6, 7)]  # the 9-window text alone
+    assert [(a, b) for a, b in batches if sum(windows[a:b]) > 4] == [(3, 4)]
+    assert window_batches([1] * 10, 3)[-1] == (9, 10) and window_batches([], 3) == []
+
+
+def test_count_windows_of_raw_texts():
+    from tfbert import BertPreprocessor
+    from tfbert.text.windows import count_windows
+
+    pre = BertPreprocessor(vocab_file="tests/data/pretraining/vocab.txt", seq_length=8)
+    texts = ["", "open the file", " ".join(["open the file and read it"] * 5)]
+    counts, windows = count_windows(pre, texts, 8, doc_stride=3, max_windows=4, chunk=2)
+    lengths = pre.tokenize(tf.constant(texts)).merge_dims(1, 2).row_lengths().numpy()
+    np.testing.assert_array_equal(counts, lengths)
+    assert windows.tolist() == [1, 1, min(4, 1 + -(-(lengths[2] - 6) // 3))]

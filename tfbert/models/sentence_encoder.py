@@ -12,7 +12,8 @@ from tfbert import checkpoint
 from tfbert.encoder import INPUT_NAMES, BertEncoder
 from tfbert.text.packer import trim_to_longest
 from tfbert.text.preprocessor import BertPreprocessor
-from tfbert.text.windows import WINDOW_MODES, pack_windows, pool_windows, window_spans
+from tfbert.text.windows import (WINDOW_MODES, count_windows, pack_windows, pool_windows,
+                                 window_batches)
 
 POOLING = ("mean", "cls", "max")
 DENSE_ACTIVATIONS = ("tanh", "linear")
@@ -165,35 +166,25 @@ class SentenceEncoder(keras.Model):
                 lambda t: self.embed_text(t, **options),
                 input_signature=[tf.TensorSpec([None], tf.string)], reduce_retracing=True)
         embed = self._embed_fns[key]
-        counts = self.token_counts(texts)
+        seq_length = self.preprocessor.seq_length
+        counts, windows = count_windows(self.preprocessor, texts, seq_length, doc_stride,
+                                        doc_overlap, max_windows)
         order = np.argsort(-counts, kind="stable")
-        cost = np.ones(len(texts), np.int64)  # windows per text
-        if long_text == "windows":
-            cost = window_spans(counts, self.preprocessor.seq_length - 2, doc_stride, doc_overlap,
-                                max_windows_per_text=max_windows)["num_windows"].numpy()
+        cost = windows if long_text == "windows" else np.ones(len(texts), np.int64)
         show = len(texts) > PROGRESS_MIN if show_progress is None else show_progress
         bar = keras.utils.Progbar(len(texts), stateful_metrics=[]) if show else None
         out = np.empty((len(texts), self.dim), np.float32)
-        done = np.concatenate([[0], np.cumsum(cost[order])])  # windows before each text
-        start = 0
-        while start < len(texts):
-            # One call: the next texts up to batch_size windows (at least one text).
-            end = max(start + 1, int(np.searchsorted(done, done[start] + batch_size,
-                                                      side="right")) - 1)
+        for start, end in window_batches(cost[order], batch_size):
             index = order[start:end]
             out[index] = embed(tf.constant([texts[i] for i in index])).numpy()
-            start = end
             if bar is not None:
-                bar.update(start)
+                bar.update(end)
         return out
 
     def token_counts(self, texts, chunk=4096):
         """Wordpieces per text (graph tokenizer, in chunks)."""
-        counts = []
-        for start in range(0, len(texts), chunk):
-            ids = self.preprocessor.tokenize(tf.constant(texts[start:start + chunk]))
-            counts.append(ids.merge_dims(1, -1).row_lengths().numpy())
-        return np.concatenate(counts)
+        return count_windows(self.preprocessor, texts, self.preprocessor.seq_length,
+                             chunk=chunk)[0]
 
     # === Checkpoints ===
 

@@ -34,7 +34,8 @@ from tfbert.metrics import glue
 from tfbert.models.classifier import BertClassifier
 from tfbert.tasks.base import Task
 from tfbert.text.packer import trim_to_bucket, trim_to_longest
-from tfbert.text.windows import WINDOW_MODES, pack_windows, pool_windows
+from tfbert.text.windows import (WINDOW_MODES, count_windows, pack_windows, pool_windows,
+                                 window_batches)
 
 Column = Optional[Union[str, int]]
 
@@ -196,6 +197,16 @@ class ClassificationTask(Task):
         logits = call(trim_to_longest(inputs))
         return pool_windows(logits, spans, self.config.window_pooling)
 
+    def window_text_batches(self, texts, batch_size):
+        """Batches (dicts of string tensors) of the texts in order, each with at
+        most `batch_size` windows (a text with more is a batch of its own)."""
+        c = self.config
+        document = list(texts[self.text_inputs[-1]])
+        _, windows = count_windows(self.preprocessor, document, c.seq_length, c.doc_stride,
+                                   c.doc_overlap, c.max_windows)
+        return [{n: tf.constant(list(texts[n][start:end]), tf.string) for n in self.text_inputs}
+                for start, end in window_batches(windows, batch_size)]
+
     def _logits(self, model, texts_dataset):
         """NumPy logits of a dataset of string-dict batches (windows pooled per text)."""
         key = id(model)
@@ -282,9 +293,9 @@ class ClassificationTask(Task):
     def eval_data(self, path, batch_size):
         """`(inputs dataset, reference)` for `score`."""
         examples, targets = self.read(path)
-        ds = tf.data.Dataset.from_tensor_slices(self._texts(examples)).batch(batch_size)
         if self.windowed:  # raw strings: `evaluate` reads every window of each text
-            return ds, targets
+            return self.window_text_batches(self._texts(examples), batch_size), targets
+        ds = tf.data.Dataset.from_tensor_slices(self._texts(examples)).batch(batch_size)
         ds = ds.map(self.encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
         return ds, targets
 
@@ -340,16 +351,18 @@ class ClassificationTask(Task):
         }
 
     def predict(self, model, text, text_b=None, batch_size=64):
-        """NumPy outputs (`logits`, `probabilities`, `label` as str / `score`) for raw strings."""
+        """NumPy outputs (`logits`, `probabilities`, `label` as str / `score`) for raw strings.
+        With `long_text=windows`, `batch_size` counts windows: a call holds the
+        windows of several texts, at most `batch_size` (or one text's)."""
         texts = {"text": list(text)}
         if self.pairs:
             if text_b is None:
                 raise ValueError("This task takes sentence pairs: pass text_b.")
             texts["text_b"] = list(text_b)
-        ds = tf.data.Dataset.from_tensor_slices(texts).batch(batch_size)
-        if self.windowed:
-            logits = self._logits(model, ds)
+        if self.windowed:  # batch_size counts windows
+            logits = self._logits(model, self.window_text_batches(texts, batch_size))
         else:
+            ds = tf.data.Dataset.from_tensor_slices(texts).batch(batch_size)
             logits = model.predict(ds.map(self.encode), verbose=0)
         out = {k: v.numpy() for k, v in self.outputs(tf.constant(logits)).items()}
         if "label" in out:

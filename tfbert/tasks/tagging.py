@@ -36,7 +36,8 @@ from tfbert.metrics import seqeval
 from tfbert.models.token_classifier import BertTokenClassifier
 from tfbert.tasks.base import Task
 from tfbert.text.packer import trim_to_bucket
-from tfbert.text.windows import WINDOW_MODES, is_max_context, pack_windows, window_values
+from tfbert.text.windows import (WINDOW_MODES, count_windows, is_max_context, pack_windows,
+                                 window_batches, window_values)
 from tfbert.text.word_splitting import WordSplitter
 
 IGNORE = -1  # label of positions without a word label ([CLS], [SEP], later pieces, padding)
@@ -374,11 +375,19 @@ class TaggingTask(Task):
         }
 
     def predict(self, model, text, batch_size=64):
-        """`[[(word, tag, start, end), ...] per string]` with character offsets."""
+        """`[[(word, tag, start, end), ...] per string]` with character offsets.
+        With `long_text=windows`, `batch_size` counts windows (a text with more
+        is a call of its own)."""
         text = list(text)
+        batches = [(i, min(i + batch_size, len(text))) for i in range(0, len(text), batch_size)]
+        if self.windowed:
+            c = self.config
+            batches = window_batches(count_windows(self.preprocessor, text, c.seq_length,
+                                                   c.doc_stride, c.doc_overlap,
+                                                   c.max_windows)[1], batch_size)
         results = []
-        for i in range(0, len(text), batch_size):
-            chunk = text[i: i + batch_size]
+        for first, last in batches:
+            chunk = text[first:last]
             out = self.tag_text(model, tf.constant(chunk))
             for j, string in enumerate(chunk):
                 raw = string.encode("utf-8")

@@ -24,6 +24,7 @@ Example: 11 wordpieces, windows of 4 starting 2 apart.
 [12, 13, 14, 15]
 """
 
+import numpy as np
 import tensorflow as tf
 
 WINDOW_MODES = ("truncate", "windows")  # `task.long_text`
@@ -151,3 +152,30 @@ def pool_windows(values, spans, pooling="mean", weights=None):
                          tf.concat([[-1], tf.ones([tf.rank(values) - 1], tf.int32)], 0))
     total = tf.math.unsorted_segment_sum(weights, row, nrows)
     return tf.math.unsorted_segment_sum(values * weights, row, nrows) / tf.maximum(total, 1e-9)
+
+
+def count_windows(preprocessor, texts, seq_length, doc_stride=None, doc_overlap=None,
+                  max_windows=None, chunk=4096):
+    """`(wordpieces, windows)` per text of a list of strings, as NumPy int64
+    (tokenized in chunks; windows of `[CLS] window [SEP]` at `seq_length`)."""
+    counts = [np.zeros(0, np.int64)]
+    for start in range(0, len(texts), chunk):
+        ids = preprocessor.tokenize(tf.constant(texts[start:start + chunk], tf.string))
+        counts.append(ids.merge_dims(1, -1).row_lengths().numpy())
+    counts = np.concatenate(counts)
+    windows = window_spans(counts, seq_length - 2, doc_stride, doc_overlap,
+                           max_windows_per_text=max_windows)["num_windows"].numpy()
+    return counts, windows
+
+
+def window_batches(num_windows, batch_size):
+    """`[(start, end), ...]`: consecutive items whose windows add up to at most
+    `batch_size` per batch (an item with more is a batch of its own), so a call
+    holds the windows of several texts and memory stays bounded."""
+    done = np.concatenate([[0], np.cumsum(num_windows)])
+    batches, start = [], 0
+    while start < len(num_windows):
+        end = max(start + 1, int(np.searchsorted(done, done[start] + batch_size, "right")) - 1)
+        batches.append((start, end))
+        start = end
+    return batches

@@ -28,6 +28,7 @@ import tensorflow as tf
 from tfbert.encoder import INPUT_NAMES
 from tfbert.export.disk_space import explain_full_disk
 from tfbert.text.packer import pack_inputs, trim_to_longest
+from tfbert.text.windows import pool_windows, window_spans, window_values
 
 QUANTIZATIONS = (None, "dynamic_range", "float16", "full_integer")
 # "longest": each batch is cut to its longest text (dynamic shapes, which
@@ -196,7 +197,7 @@ def tflite_tokenizer(preprocessor, kind="fast"):
 
 
 def export_text_tflite(preprocessor, model, output_path, output_names=None,
-                       quantization=None, tokenizer="fast", padding="longest"):
+                       quantization=None, tokenizer="fast", padding="longest", windows=None):
     """Converts strings -> `preprocessor` packing -> `model` to a `.tflite`
     file with one signature `serve(text)` (tf.string `[batch]`); returns
     `output_path`.
@@ -213,6 +214,16 @@ def export_text_tflite(preprocessor, model, output_path, output_names=None,
     `input_word_ids`) are as wide as the batch was padded; outputs at the
     positions both keep are the same.
 
+    `windows`: read long texts whole, as `long_text="windows"` does in the
+    SavedModel (`tfbert.text.windows`: the same graph ops, which convert to
+    TFLite builtins). A dict with `pooling` ("mean", "max", "first" of the
+    windows' outputs, as `task.window_pooling`; "wordpieces": the mean
+    weighted by each window's wordpieces, as `SentenceEncoder.encode`),
+    `normalize` (L2-normalize the pooled outputs), `doc_stride`,
+    `doc_overlap` and `max_windows` (per text). Outputs whose first dimension
+    is the window are pooled to one row per text; `input_word_ids` stays one
+    row per window, and `num_windows` says how many each text had.
+
     Example:
     >>> import tempfile, tfbert  # doctest: +SKIP
     >>> pre = tfbert.BertPreprocessor.from_pretrained("ckpt", seq_length=64)  # doctest: +SKIP
@@ -226,12 +237,20 @@ def export_text_tflite(preprocessor, model, output_path, output_names=None,
                          "export_encoder_tflite); string inputs are not calibrated.")
     if padding not in PADDINGS:
         raise ValueError(f"padding must be one of {PADDINGS}, got {padding!r}.")
+    windows = check_windows(windows)
     tokenizer = tflite_tokenizer(preprocessor, tokenizer)
     special = preprocessor.vocab
 
     def serve(text):
+        pieces = tokenizer.tokenize(text)
+        if windows is not None:
+            pieces = pieces.merge_dims(1, -1) if pieces.ragged_rank > 1 else pieces
+            spans = window_spans(pieces.row_lengths(), preprocessor.seq_length - 2,
+                                 windows["doc_stride"], windows["doc_overlap"],
+                                 max_windows_per_text=windows["max_windows"])
+            pieces = window_values(pieces, spans)
         packed = pack_inputs(
-            [tokenizer.tokenize(text)],
+            [pieces],
             preprocessor.seq_length,
             start_of_sequence_id=special.cls_id,
             end_of_segment_id=special.sep_id,
@@ -250,6 +269,10 @@ def export_text_tflite(preprocessor, model, output_path, output_names=None,
             outputs = {"logits": outputs}
         names = output_names or [k for k, v in outputs.items() if tf.is_tensor(v)]
         result = {name: outputs[name] for name in names}
+        if windows is not None:
+            result = {name: pool_text_windows(value, spans, windows)
+                      for name, value in result.items()}
+            result["num_windows"] = tf.cast(spans["num_windows"], tf.int32)
         result["input_word_ids"] = ids
         return result
 
@@ -257,6 +280,37 @@ def export_text_tflite(preprocessor, model, output_path, output_names=None,
     flatbuffer = _convert([model], serve, [spec], quantization, custom_ops=True)
     write_file_atomically(output_path, flatbuffer)
     return output_path
+
+
+WINDOW_POOLINGS = ("mean", "max", "first", "wordpieces")
+
+
+def check_windows(windows):
+    """`windows` with its defaults filled in, or None; one error line for a bad key or value."""
+    if windows is None:
+        return None
+    defaults = {"pooling": "mean", "normalize": False, "doc_stride": None, "doc_overlap": None,
+                "max_windows": 64}
+    unknown = sorted(set(windows) - set(defaults))
+    if unknown:
+        raise ValueError(f"windows: unknown key(s) {unknown}; known: {sorted(defaults)}.")
+    windows = {**defaults, **windows}
+    if windows["pooling"] not in WINDOW_POOLINGS:
+        raise ValueError(f"windows: pooling must be one of {WINDOW_POOLINGS}, "
+                         f"got {windows['pooling']!r}.")
+    if int(windows["max_windows"]) < 1:
+        raise ValueError(f"windows: max_windows must be >= 1, got {windows['max_windows']}.")
+    return windows
+
+
+def pool_text_windows(value, spans, windows):
+    """One row per text from one row per window (`windows["pooling"]`)."""
+    if windows["pooling"] == "wordpieces":
+        pooled = pool_windows(value, spans, "mean",
+                              weights=tf.maximum(spans["window_length"], 1))
+    else:
+        pooled = pool_windows(value, spans, windows["pooling"])
+    return tf.math.l2_normalize(pooled, axis=-1, epsilon=1e-24) if windows["normalize"] else pooled
 
 
 def _convert(tracked, serve, input_signature, quantization, custom_ops,

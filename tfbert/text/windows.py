@@ -36,8 +36,15 @@ def window_step(budget, doc_stride=None, doc_overlap=None):
     if doc_overlap is not None:
         return budget - doc_overlap
     if doc_stride is None:
-        return tf.maximum(budget // 2, 1)
+        return tf.maximum(_floordiv(budget, 2), 1)
     return tf.minimum(budget, doc_stride)
+
+
+def _floordiv(a, b):
+    """Integer `a // b` computed in int32 (TFLite's FLOOR_DIV has no int64
+    kernel; counts of wordpieces fit), returned in `a`'s dtype."""
+    a = tf.convert_to_tensor(a)
+    return tf.cast(tf.math.floordiv(tf.cast(a, tf.int32), tf.cast(b, tf.int32)), a.dtype)
 
 
 def window_spans(num_pieces, budget, doc_stride=None, doc_overlap=None,
@@ -63,7 +70,7 @@ def window_spans(num_pieces, budget, doc_stride=None, doc_overlap=None,
     budget = tf.cast(tf.broadcast_to(budget, tf.shape(num_pieces)), tf.int64)
     step = tf.cast(window_step(budget, doc_stride, doc_overlap), tf.int64)
     extra = tf.maximum(num_pieces - budget, 0)
-    num_windows = 1 + (extra + step - 1) // step
+    num_windows = 1 + _floordiv(extra + step - 1, step)
     if max_windows_per_text is not None:
         num_windows = tf.minimum(num_windows, max_windows_per_text)
     total = tf.reduce_sum(num_windows)
@@ -85,9 +92,16 @@ def window_spans(num_pieces, budget, doc_stride=None, doc_overlap=None,
 def window_values(values, spans):
     """The windows' slices of a ragged `[batch, (pieces)]` tensor (ids,
     offsets, labels): ragged `[windows, (window_length)]`."""
+    # A dense gather then a mask, not tf.ragged.range: RaggedRange has no
+    # TFLite kernel, and this runs in the strings-in TFLite export too.
+    length = spans["window_length"]
     flat_start = tf.gather(values.row_starts(), spans["row"]) + spans["window_start"]
-    index = tf.ragged.range(flat_start, flat_start + spans["window_length"])
-    return tf.gather(values.values, index)
+    offset = tf.range(tf.reduce_max(tf.concat([length, [0]], 0)))[None, :]
+    inside = offset < length[:, None]
+    spare = tf.shape(values.values, out_type=tf.int64)[0]  # index of a padding element
+    index = tf.where(inside, flat_start[:, None] + offset, spare)
+    padded = tf.concat([values.values, tf.zeros([1], values.dtype)], 0)
+    return tf.RaggedTensor.from_tensor(tf.gather(padded, index), lengths=length)
 
 
 def pack_windows(preprocessor, pieces, seq_length, prefix=None, **window_args):

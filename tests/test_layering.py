@@ -1,4 +1,4 @@
-"""The layout's import rules (DESIGN.md), checked on the source's AST.
+"""The layout's import rules (docs/architecture.md), checked on the source's AST.
 
 Data flows one way: text -> encoder -> models -> tasks -> train/export -> tools.
 The lower layers (text/, layers/, encoder.py, config.py, train/, metrics/,

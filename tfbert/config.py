@@ -6,7 +6,6 @@ the `BertEncoder` argument names; nothing is renamed on the way.
 
 import dataclasses
 import importlib.resources
-import json
 import os
 from typing import Optional
 
@@ -115,9 +114,6 @@ class BertConfig:
 
     def to_dict(self):
         return dataclasses.asdict(self)
-
-    def to_json(self):
-        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
     def to_yaml(self):
         return yaml.safe_dump(self.to_dict(), sort_keys=False)

@@ -219,10 +219,6 @@ def parse_overrides(items):
     return overrides
 
 
-def to_dict(obj):
-    return dataclasses.asdict(obj)
-
-
 def _set_dotted(values, key, value):
     parts = key.split(".")
     node = values

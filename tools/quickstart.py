@@ -109,7 +109,7 @@ def run(out):
     from tfbert.models.sentence_encoder import SentenceEncoder
     from tfbert.tasks.runner import TrainConfig, finetune
 
-    # The recipe's defaults, as a user with a small set gets them (issue 33):
+    # The recipe's defaults, as a user with a small set gets them:
     # 160 sentences -> lr 1e-4, batch 16, 20 epochs (200 steps), last epoch kept.
     # Built first, so a bad --epochs or --learning_rate fails before any work.
     train = TrainConfig(learning_rate=FLAGS.learning_rate, epochs=FLAGS.epochs,

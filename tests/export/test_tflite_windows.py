@@ -4,7 +4,7 @@ same windows and pooling as the SavedModel path (`long_text="windows"`)."""
 import numpy as np
 import pytest
 
-from tfbert import BertConfig, BertEncoder, BertPreprocessor, SentenceEncoder
+from tfbert import BertEncoder, BertPreprocessor, SentenceEncoder
 from tfbert.export.tflite import export_text_tflite
 from tfbert.tasks.classification import ClassificationConfig, ClassificationTask
 

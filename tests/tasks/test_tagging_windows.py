@@ -85,7 +85,6 @@ def test_every_word_tagged_from_its_best_window(tiny_config, make_preprocessor, 
 def test_training_windows_and_whole_document_scores(tiny_config, make_preprocessor, data_dir,
                                                     tmp_path):
     windows = make_task(make_preprocessor, data_dir, long_text="windows", max_windows=3)
-    truncate = make_task(make_preprocessor, data_dir)
     train = windows.config.train_file
     sentences = windows.read(train)
     pieces = windows.word_pieces(tf.ragged.constant(sentences.words))

@@ -20,7 +20,7 @@ Outputs are sliced back to the real rows and input width and equal the
 plain call's: padding never changes a real token (masked attention), and
 every input position is still computed.
 
-String ops stay outside the compiled function (DESIGN.md's op rule): the
+String ops stay outside the compiled function (the op rule, docs/architecture.md): the
 caller tokenizes and packs, then calls. Stock TF Serving runs the compiled
 function only when started with `--xla_cpu_compilation_enabled=true`
 (tensorflow/serving#1858), so task exports use it only on request

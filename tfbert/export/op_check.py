@@ -1,4 +1,4 @@
-"""The op rule for exported graphs (DESIGN.md): list and check SavedModel ops.
+"""The op rule for exported graphs (docs/architecture.md): list and check SavedModel ops.
 
 Every exported SavedModel may hold only core TensorFlow ops plus the two
 tf-text tokenizer ops that stock TF Serving builds and TFLite (custom ops)

@@ -67,7 +67,7 @@ def export_task_model(export_dir, serve_text, serve_ids, text_inputs=("text",), 
     archive.add_endpoint(IDS_SIGNATURE, lambda inputs: serve_ids(inputs), [ids_spec])
     with checkpoint.atomic_dir(export_dir) as tmp:
         archive.write_out(tmp, verbose=False)
-        # The op rule (DESIGN.md): core TF ops plus the two tokenizer ops only;
+        # The op rule (docs/architecture.md): core TF ops plus the two tokenizer ops only;
         # a violation fails here, before anything replaces `export_dir`.
         check_op_rule(tmp)
         write_warmup_requests(tmp, warmup_shapes, IDS_SIGNATURE)

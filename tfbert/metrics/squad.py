@@ -163,12 +163,3 @@ def squad_scores(gold, predictions, null_odds=None, version=2, na_prob_thresh=1.
             predictions, f1, null_odds, has_answer)
     return out
 
-
-def gold_from_dataset(dataset):
-    """dict id -> gold answer texts from parsed SQuAD JSON (`data` list)."""
-    gold = {}
-    for article in dataset:
-        for paragraph in article["paragraphs"]:
-            for qa in paragraph["qas"]:
-                gold[qa["id"]] = [a["text"] for a in qa.get("answers", [])]
-    return gold

@@ -30,14 +30,14 @@ with the best dev epoch kept; override for a different training scheme,
 e.g. a head on cached features), `write_predictions` (files next to
 `results.json`), `summary` (shown before training).
 
-Example (a new task needs only the abstract methods):
+Example (a new task needs only the abstract methods; the rest say which is missing):
 >>> class EchoTask(Task):
 ...     name = "echo"
->>> EchoTask().config is None
-True
+>>> EchoTask().dataset("train.tsv", batch_size=8)
+Traceback (most recent call last):
+NotImplementedError: EchoTask.dataset
 """
 
-import dataclasses
 
 import tensorflow as tf
 
@@ -206,6 +206,3 @@ class Task:
         each shape compiles; stock TF Serving runs it only with
         `--xla_cpu_compilation_enabled=true`). Default: the plain graph."""
         raise NotImplementedError(f"{type(self).__name__}.export")
-
-    def config_dict(self):
-        return dataclasses.asdict(self.config) if self.config is not None else {}

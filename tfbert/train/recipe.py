@@ -5,7 +5,7 @@ The BERT paper's recipe (lr 2e-5..5e-5, batch 32, 2-4 epochs) is for
 BERT-base and large on thousands of examples. On a few hundred it gives a
 handful of optimizer steps, and the result swings with the seed: a QA model
 trained on 720 questions with the paper's SQuAD settings (44 steps) answered
-"" to every question on every seed (issue 33). The stability studies found
+"" to every question on every seed (docs/quality.md). The stability studies found
 the cure is optimizer steps, not epochs: bias-corrected Adam, warmup, and
 enough updates on small data (Mosbach et al. 2021, "On the Stability of
 Fine-tuning BERT"; Zhang et al. 2021, "Revisiting Few-sample BERT

@@ -38,6 +38,8 @@ import sysconfig
 import tempfile
 import time
 
+from tfbert.atomic import atomic_file
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -249,9 +251,8 @@ def plot(curves, path, title):
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize=7)
     fig.tight_layout()
-    tmp = path + ".tmp.png"
-    fig.savefig(tmp)
-    os.replace(tmp, path)
+    with atomic_file(path, suffix=".png") as tmp:
+        fig.savefig(tmp)
     plt.close(fig)
 
 

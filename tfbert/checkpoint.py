@@ -16,20 +16,16 @@ Written to a temporary sibling directory and renamed into place, so a killed
 writer never leaves a half checkpoint behind.
 """
 
-import contextlib
-import ctypes
 import dataclasses
-import errno
 import json
 import os
 import shutil
-import tempfile
-import time
 
 import numpy as np
 import safetensors
 import safetensors.numpy
 
+from tfbert.atomic import DestinationError, atomic_dir  # noqa: F401  (DestinationError: re-exported)
 from tfbert.config import BertConfig
 
 FORMAT = "tfbert-checkpoint"
@@ -116,94 +112,6 @@ def save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
         safetensors.numpy.save_file(tensors, os.path.join(tmp, WEIGHTS_FILE))
         shutil.copyfile(vocab_file, os.path.join(tmp, VOCAB_FILE))
     return out_dir
-
-
-class DestinationError(ValueError):
-    """An output directory that cannot be written (permissions, full disk, read-only)."""
-
-
-# Temporary directories of processes that started before this one and were
-# killed are stale; those of a concurrent process are not touched.
-_PROCESS_START = time.time()
-
-
-@contextlib.contextmanager
-def atomic_dir(out_dir):
-    """Yields a temporary sibling of `out_dir` to write into; on success it
-    replaces `out_dir` atomically, on error it is removed and `out_dir` is
-    left as it was. The result gets the umask's normal directory mode (not
-    the temporary directory's 0700), so e.g. a TF Serving process running as
-    another user can read it. Stale temporaries of killed runs are removed.
-
-    Example:
-    >>> import tempfile
-    >>> out = os.path.join(tempfile.mkdtemp(), "artifact")
-    >>> with atomic_dir(out) as tmp:
-    ...     open(os.path.join(tmp, "f.txt"), "w").close()
-    >>> os.listdir(out)
-    ['f.txt']
-    """
-    out_dir = os.path.abspath(out_dir)
-    parent = os.path.dirname(out_dir)
-    base = os.path.basename(out_dir)
-    try:
-        os.makedirs(parent, exist_ok=True)
-        _remove_stale(parent, base)
-        tmp = tempfile.mkdtemp(prefix=f".{base}.tmp-", dir=parent)
-        os.chmod(tmp, 0o777 & ~_umask())
-    except OSError as e:
-        raise DestinationError(f"Cannot write {out_dir}: {e.strerror or e}.") from None
-    try:
-        yield tmp
-        replace_dir(tmp, out_dir)
-    except OSError as e:
-        if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EROFS, errno.EPERM):
-            raise DestinationError(f"Cannot write {out_dir}: {e.strerror}.") from None
-        raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _umask():
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _remove_stale(parent, base):
-    """Removes `.<base>.tmp-*` and `<base>.old` left by killed runs."""
-    for name in os.listdir(parent):
-        path = os.path.join(parent, name)
-        stale = name.startswith(f".{base}.tmp-") or name == f"{base}.old"
-        if stale and os.path.isdir(path) and os.path.getmtime(path) < _PROCESS_START:
-            shutil.rmtree(path, ignore_errors=True)
-
-
-def _exchange(a, b):
-    """Swaps two existing paths in one atomic step (Linux `renameat2` with
-    RENAME_EXCHANGE); False where the platform or file system lacks it."""
-    try:
-        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
-    except (OSError, AttributeError):
-        return False
-    at_fdcwd, rename_exchange = -100, 2
-    return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
-
-
-def replace_dir(src, dst):
-    """Moves directory `src` to `dst`. An existing `dst` is swapped with `src`
-    in one atomic step where the OS can (readers always see the old or the
-    new directory, never neither), then the old one is removed."""
-    if not os.path.exists(dst):
-        os.rename(src, dst)
-    elif _exchange(src, dst):
-        shutil.rmtree(src, ignore_errors=True)
-    else:
-        old = dst + ".old"
-        shutil.rmtree(old, ignore_errors=True)
-        os.rename(dst, old)
-        os.rename(src, dst)
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def read_meta(path):

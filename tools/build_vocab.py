@@ -12,12 +12,12 @@ it); WordPiece learning is tf-text's. The special tokens [PAD] [UNK] [CLS]
 
 import dataclasses
 import glob
-import os
 import sys
 
 from absl import app, flags
 
 from tfbert import experiment
+from tfbert.atomic import write_text
 
 
 @dataclasses.dataclass
@@ -83,11 +83,7 @@ def run(cfg):
         lower_case=cfg.lower_case,
         max_unique_chars=cfg.max_unique_chars,
     )
-    os.makedirs(os.path.dirname(os.path.abspath(cfg.output_file)), exist_ok=True)
-    tmp = cfg.output_file + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write("\n".join(tokens) + "\n")
-    os.replace(tmp, cfg.output_file)
+    write_text(cfg.output_file, "\n".join(tokens) + "\n")
     print(f"Wrote {len(tokens)} tokens to {cfg.output_file}", file=sys.stderr)
     return tokens
 

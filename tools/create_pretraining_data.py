@@ -133,8 +133,9 @@ def add_local_summary(cfg, metadata):
     its `pretraining_data.json`: the corpus is read once more for the counts
     per file (cheap next to tokenizing); the documents without tokens are the
     ones read but not kept."""
+    from tfbert.atomic import write_json
     from tfbert.data.pretraining import (EVAL_DIR, METADATA_FILE, documents_from_lines,
-                                         expand_files, write_json_atomic)
+                                         expand_files)
 
     files = {}
     for path in expand_files(cfg.input_files, what="input file"):
@@ -161,7 +162,7 @@ def add_local_summary(cfg, metadata):
         "instances": {"train": metadata["instances"], "eval": metadata.get("eval_instances", 0)},
         "num_shards": {"train": len(metadata["files"]), "eval": 1 if eval_documents else 0},
     }
-    write_json_atomic(os.path.join(cfg.output_dir, METADATA_FILE), metadata)
+    write_json(os.path.join(cfg.output_dir, METADATA_FILE), metadata)
     return metadata
 
 

@@ -42,6 +42,8 @@ import weakref
 import numpy as np
 import tensorflow as tf
 
+from tfbert.atomic import write_json
+
 METADATA_FILE = "pretraining_data.json"
 SHARD_PATTERN = "pretrain-{:05d}-of-{:05d}.tfrecord"
 EVAL_DIR = "eval"
@@ -420,13 +422,6 @@ def data_metadata(max_seq_length, task, masker, vocab_size, seed, names, stats, 
     }
 
 
-def write_json_atomic(path, value):
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=2)
-    os.replace(tmp, path)
-
-
 # -- Writing ----------------------------------------------------------------
 def write_pretraining_data(
     input_files,
@@ -559,12 +554,12 @@ def write_pretraining_data(
                                  stats, split=split)
             if split == "train":
                 metadata = meta
-            write_json_atomic(os.path.join(directory, METADATA_FILE), meta)
+            write_json(os.path.join(directory, METADATA_FILE), meta)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if counts["eval"]["instances"]:
         metadata["eval_instances"] = counts["eval"]["instances"]
-        write_json_atomic(os.path.join(output_dir, METADATA_FILE), metadata)
+        write_json(os.path.join(output_dir, METADATA_FILE), metadata)
     stats = counts["train"]
     held_out = (f"; {counts['eval']['instances']} held out in {EVAL_DIR}/"
                 if counts["eval"]["instances"] else "")

@@ -32,6 +32,7 @@ import json
 import os
 import random
 
+from tfbert.atomic import atomic_file
 from tfbert.data import readers
 
 MIN_HELD_OUT = 50  # units: a smaller validation slice cannot choose an epoch reliably
@@ -54,9 +55,8 @@ def _write_pair(out_dir, name, write, train_units, validation_units):
     paths = []
     for part, units in (("train", train_units), ("validation", validation_units)):
         path = os.path.join(out_dir, f"{part}{os.path.splitext(name)[1] or '.txt'}")
-        tmp = path + ".tmp"
-        write(tmp, units)
-        os.replace(tmp, path)
+        with atomic_file(path) as tmp:
+            write(tmp, units)
         paths.append(path)
     return tuple(paths)
 

@@ -3,7 +3,7 @@
 TensorFlow reports a full disk during `tf.saved_model.save` as a
 `ResourceExhaustedError` traceback; Python writes as `OSError(ENOSPC)`. The
 exports write into a temporary sibling and rename it into place
-(`tfbert.checkpoint.atomic_dir`, `tflite.write_file_atomically`), so a
+(`tfbert.atomic`), so a
 failed write leaves nothing behind and an earlier export at the same path
 stays as it was; this module only turns the failure into a
 `DestinationError` (a `ValueError`) that says where, how much is needed and
@@ -16,7 +16,7 @@ Example:
 >>> with explain_full_disk(out, lambda: 5_000_000):
 ...     raise OSError(errno.ENOSPC, "No space left on device")
 Traceback (most recent call last):
-tfbert.checkpoint.DestinationError: Cannot write ...model.tflite: no space left on device (the export needs 5.0 MB; ... MB free there).
+tfbert.atomic.DestinationError: Cannot write ...model.tflite: no space left on device (the export needs 5.0 MB; ... MB free there).
 """
 
 import contextlib
@@ -27,7 +27,7 @@ import uuid
 
 import tensorflow as tf
 
-from tfbert.checkpoint import DestinationError
+from tfbert.atomic import DestinationError
 
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 

@@ -18,7 +18,7 @@ import os
 
 import tensorflow as tf
 
-from tfbert.checkpoint import atomic_dir
+from tfbert.atomic import atomic_dir
 from tfbert.export.disk_space import explain_full_disk, saved_model_bytes
 from tfbert.export.input_check import check_ids
 from tfbert.encoder import INPUT_NAMES

@@ -26,7 +26,7 @@ import tempfile
 
 import tensorflow as tf
 
-from tfbert.checkpoint import atomic_dir
+from tfbert.atomic import atomic_dir
 from tfbert.export.disk_space import explain_full_disk, saved_model_bytes
 from tfbert.export.op_check import check_op_rule
 from tfbert.export.tf_text_ops import require_tf_text_ops

@@ -17,7 +17,7 @@ compiled shapes (`assets.extra/tf_serving_warmup_requests`).
 import keras
 import tensorflow as tf
 
-from tfbert import checkpoint
+from tfbert.atomic import atomic_dir
 from tfbert.encoder import INPUT_NAMES
 from tfbert.export.input_check import check_ids, find_encoder_config
 from tfbert.export.op_check import check_op_rule
@@ -65,7 +65,7 @@ def export_task_model(export_dir, serve_text, serve_ids, text_inputs=("text",), 
         def serve_ids(inputs):
             return checked_serve_ids(check_ids(inputs, config.vocab_size, config.type_vocab_size))
     archive.add_endpoint(IDS_SIGNATURE, lambda inputs: serve_ids(inputs), [ids_spec])
-    with checkpoint.atomic_dir(export_dir) as tmp:
+    with atomic_dir(export_dir) as tmp:
         archive.write_out(tmp, verbose=False)
         # The op rule (docs/architecture.md): core TF ops plus the two tokenizer ops only;
         # a violation fails here, before anything replaces `export_dir`.

@@ -25,6 +25,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfbert.atomic import write_bytes
 from tfbert.encoder import INPUT_NAMES
 from tfbert.export.disk_space import explain_full_disk
 from tfbert.text.packer import pack_inputs, trim_to_longest
@@ -345,16 +346,6 @@ def _convert(tracked, serve, input_signature, quantization, custom_ops,
 
 
 def write_file_atomically(path, data):
-    """Writes bytes to a temporary sibling, then renames it onto `path`."""
-    path = os.path.abspath(path)
+    """Writes bytes atomically (`tfbert.atomic`); a full disk is one error line."""
     with explain_full_disk(path, lambda: len(data)):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.tmp-",
-                                   dir=os.path.dirname(path))
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+        write_bytes(path, data)

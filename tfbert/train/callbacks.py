@@ -28,6 +28,7 @@ import warnings
 import keras
 import tensorflow as tf
 
+from tfbert.atomic import atomic_file
 from tfbert.train.multi_worker import WorkerBackupAndRestore, is_chief, task
 
 BACKUP_DIR = "backup"
@@ -62,11 +63,9 @@ class PeriodicCheckpoint(keras.callbacks.Callback):
         step = int(self.model.optimizer.iterations.numpy())
         os.makedirs(self.directory, exist_ok=True)
         path = os.path.join(self.directory, f"ckpt-{step:08d}.weights.h5")
-        # Write then rename: a killed run never leaves a truncated checkpoint
-        # under the final name.
-        tmp = path + ".tmp.weights.h5"
-        self.model.save_weights(tmp, overwrite=True)
-        os.replace(tmp, path)
+        # A killed run never leaves a truncated checkpoint under the final name.
+        with atomic_file(path, suffix=".weights.h5") as tmp:
+            self.model.save_weights(tmp, overwrite=True)
         if self.save_fn is not None:
             self.save_fn(self.model, step)
         for old in list_checkpoints(self.directory)[: -self.keep or None]:
@@ -147,8 +146,8 @@ class LossSpikeWarning(keras.callbacks.Callback):
         kept = os.path.join(self.checkpoint_dir,
                             f"before-spike-{_step_of(before[-1]):08d}.weights.h5")
         if not os.path.exists(kept):
-            shutil.copyfile(before[-1], kept + ".tmp")
-            os.replace(kept + ".tmp", kept)
+            with atomic_file(kept, suffix=".weights.h5") as tmp:
+                shutil.copyfile(before[-1], tmp)
         return kept
 
 

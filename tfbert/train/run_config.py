@@ -21,6 +21,8 @@ import json
 import os
 import shutil
 
+from tfbert.atomic import write_json
+
 RUN_CONFIG = "run_config.json"
 RUNTIME_KEYS = frozenset({"verbose", "tensorboard", "model_dir", "export_dir", "overwrite",
                           "export_jit_compile", "distribution_strategy", "num_devices", "tpu"})
@@ -61,11 +63,7 @@ def claim_model_dir(model_dir, config, overwrite=False, name=RUN_CONFIG, write=T
                     "config to resume.")
             return
     if write:
-        os.makedirs(model_dir, exist_ok=True)
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(config, f, indent=2, sort_keys=True)
-        os.replace(tmp, path)
+        write_json(path, config, sort_keys=True)
 
 
 def _changes(old, new):

@@ -281,7 +281,7 @@ def reference_run(name, data_dir, checkpoint, hf_dir, recipe, seed):
             context = tf.constant([e.context for e in chunk])
             w = task.windows(question, context)
             start, end = _torch_logits(model, w["inputs"], "start_logits", "end_logits")
-            out = task._search(w, tf.constant(start), tf.constant(end), context)
+            out = task.search(w, tf.constant(start), tf.constant(end), context)
             out = {k: v.numpy() for k, v in out.items()}
             results += [task._one(out, j) for j in range(len(chunk))]
         scores = task.score(results, task.eval_data(dev_file, 64))

@@ -133,7 +133,7 @@ def test_span_search_maps_back_exactly(squad_file, make_preprocessor):
     task.prepare(make_preprocessor(32))
     w, c, window, s, e = gold_window(task, squad_file)
     start_logits, end_logits = peaked_logits(w, window, s, e, 32)
-    out = task._search(w, start_logits, end_logits, c[:1])
+    out = task.search(w, start_logits, end_logits, c[:1])
     assert out["answer"].numpy()[0].decode() == ANSWER
     assert out["start_char"].numpy()[0] == CONTEXT.index(ANSWER)
     assert out["end_char"].numpy()[0] == CONTEXT.index(ANSWER) + len(ANSWER)
@@ -145,11 +145,11 @@ def test_span_search_maps_back_exactly(squad_file, make_preprocessor):
     # [CLS] above the best span: v2 says "" (no answer).
     s2 = start_logits.numpy()
     s2[:, 0] = 40.0  # null = 40 - 20 = 20 > 15
-    out = task._search(w, tf.constant(s2), end_logits, c[:1])
+    out = task.search(w, tf.constant(s2), end_logits, c[:1])
     assert out["answer"].numpy()[0] == b"" and out["start_char"].numpy()[0] == -1
     # v1.1: [CLS] is never the answer.
     task.version_2 = False
-    out = task._search(w, tf.constant(s2), end_logits, c[:1])
+    out = task.search(w, tf.constant(s2), end_logits, c[:1])
     assert out["answer"].numpy()[0].decode() == ANSWER and "no_answer_score" not in out
 
 
@@ -157,7 +157,7 @@ def test_spans_longer_than_max_answer_length_are_not_candidates(squad_file, make
     task = make_task(train_file=squad_file, max_answer_length=3)
     task.prepare(make_preprocessor(32))
     w, c, window, s, e = gold_window(task, squad_file)
-    out = task._search(w, *peaked_logits(w, window, s, e, 32), c[:1])
+    out = task.search(w, *peaked_logits(w, window, s, e, 32), c[:1])
     assert e - s + 1 > 3
     assert len(out["answer"].numpy()[0].decode().split()) <= 3
 

@@ -1,6 +1,6 @@
 """benchmarks/bench_quality.py rejects a bad flag in one line, before any work.
 (The benchmark itself runs for hours: docs/quality.md has its figures; its QA
-path runs in tests/tasks/test_question_answering_quality.py.)"""
+path runs in tests/benchmarks/test_bench_quality_squad.py.)"""
 
 import pathlib
 import subprocess

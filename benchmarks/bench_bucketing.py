@@ -225,6 +225,7 @@ def _torch_finetune(hf_dir, files, finetune, real_tokens):
         import transformers
     except ImportError:
         return None
+    from benchmarks.torch_reference import adamw_with_warmup, step
     from tfbert.data import readers
 
     train = readers.read_labeled_text(files["train_file"], "sentence", "label")
@@ -246,13 +247,7 @@ def _torch_finetune(hf_dir, files, finetune, real_tokens):
         hf_dir, num_labels=len(labels))
     batch, epochs = finetune["batch_size"], finetune["epochs"]
     steps = len(train_ids) // batch
-    decay = [p for n, p in model.named_parameters() if "LayerNorm" not in n and "bias" not in n]
-    no_decay = [p for n, p in model.named_parameters() if "LayerNorm" in n or "bias" in n]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
-                                   {"params": no_decay, "weight_decay": 0.0}],
-                                  lr=finetune["learning_rate"])
-    schedule = transformers.get_linear_schedule_with_warmup(
-        optimizer, int(0.1 * steps * epochs), steps * epochs)
+    optimizer, schedule = adamw_with_warmup(model, finetune["learning_rate"], steps * epochs)
 
     def padded(rows):
         width = max(len(r) for r in rows)
@@ -276,13 +271,8 @@ def _torch_finetune(hf_dir, files, finetune, real_tokens):
         for s in range(steps):
             rows = order[s * batch:(s + 1) * batch]
             ids, mask = padded([train_ids[i] for i in rows])
-            loss = model(input_ids=ids, attention_mask=mask,
-                         labels=torch.tensor(train_y[rows])).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            optimizer.zero_grad()
+            step(model, model(input_ids=ids, attention_mask=mask,
+                              labels=torch.tensor(train_y[rows])).loss, optimizer, schedule)
             step_times.append(time.perf_counter())
         model.eval()
         predictions = []

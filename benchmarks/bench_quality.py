@@ -184,41 +184,23 @@ def _arrays(batches, seq_length, label_keys=()):
     return {k: np.concatenate(v).astype("int64") for k, v in out.items()}
 
 
-def _torch_optimizer(model, recipe, total, seed):
-    """`(optimizer, schedule, shuffle generator)`: torch's AdamW (epsilon 1e-8,
-    weight decay 0.01 off biases and LayerNorm), 10% warmup + linear decay."""
-    import torch
-    import transformers
-
-    no_decay = ("bias", "LayerNorm.weight")
-    params = list(model.named_parameters())
-    optimizer = torch.optim.AdamW(
-        [{"params": [p for k, p in params if not any(s in k for s in no_decay)],
-          "weight_decay": 0.01},
-         {"params": [p for k, p in params if any(s in k for s in no_decay)],
-          "weight_decay": 0.0}], lr=recipe["learning_rate"], eps=1e-8)
-    schedule = transformers.get_linear_schedule_with_warmup(optimizer, int(0.1 * total), total)
-    return optimizer, schedule, torch.Generator().manual_seed(seed)
-
-
 def _torch_train(model, n, recipe, seed, batch_loss):
-    """The reference loop: every example once per epoch in a seeded order (the
-    last partial batch kept), `batch_loss(rows)` then backward, clipping at 1,
-    AdamW and schedule steps; the last epoch is kept."""
+    """The reference loop (`torch_reference`): every example once per epoch in
+    a seeded order (the last partial batch kept), `batch_loss(rows)`, then one
+    optimizer step; the last epoch is kept."""
     import torch
+
+    from benchmarks.torch_reference import adamw_with_warmup, step
 
     batch, epochs = recipe["batch_size"], recipe["epochs"]
-    optimizer, schedule, generator = _torch_optimizer(
-        model, recipe, math.ceil(n / batch) * epochs, seed)
+    optimizer, schedule = adamw_with_warmup(model, recipe["learning_rate"],
+                                            math.ceil(n / batch) * epochs)
+    generator = torch.Generator().manual_seed(seed)
     model.train()
     for _ in range(epochs):
         order = torch.randperm(n, generator=generator).numpy()
         for i in range(0, n, batch):
-            batch_loss(order[i:i + batch]).backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            optimizer.zero_grad()
+            step(model, batch_loss(order[i:i + batch]), optimizer, schedule)
     model.eval()
     return model
 

@@ -104,16 +104,9 @@ def load_config():
 
 def student_config(cfg):
     """BertConfig of a randomly initialised student (None with a checkpoint)."""
-    from tfbert.config import BertConfig
+    from tfbert.tasks.finetune_experiment import random_init_config
 
-    if cfg.init_checkpoint:
-        return None
-    if not (cfg.preset or cfg.encoder) or not cfg.vocab_file:
-        raise ValueError("Set --init_checkpoint, or vocab_file with preset and/or encoder "
-                         "settings for a randomly initialised student.")
-    if isinstance(cfg.encoder, str):
-        return BertConfig.from_yaml(cfg.encoder)
-    return BertConfig.from_preset(cfg.preset or "base", **cfg.encoder)
+    return random_init_config(cfg, what="a randomly initialised student")
 
 
 def init_student_mode(cfg):

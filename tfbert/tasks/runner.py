@@ -110,6 +110,10 @@ def training_summary(task, train, encoder_config):
                "total_steps": total, "warmup_steps": int(train.warmup_fraction * total),
                "learning_rate": train.learning_rate, "epochs": train.epochs,
                "recipe": notes, "dtype_policy": train.dtype_policy or "float32"}
+    if train.gradient_accumulation_steps > 1:
+        summary["micro_batch_size"] = (f"{train.micro_batch_size} ({train.batch_size} per update "
+                                       f"= {train.gradient_accumulation_steps} accumulated "
+                                       "micro-batches)")
     return train, summary
 
 

@@ -22,7 +22,13 @@ class TrainConfig:
     """How a task trains; field names are the YAML keys and `--set train.<name>`."""
 
     # None: chosen by data size (`tfbert.train.recipe`): 16 on small data, 32 on large.
+    # With gradient accumulation, the effective batch of one optimizer update.
     batch_size: Optional[int] = at_least(1, None)
+    # N > 1: each update averages the gradients of N micro-batches of
+    # batch_size / N examples (same update as one batch, less memory; Keras'
+    # optimizer accumulation). steps_per_epoch, min_steps and the schedule
+    # count updates.
+    gradient_accumulation_steps: int = at_least(1, 1)
     eval_batch_size: int = at_least(1, 64)
     # None: chosen by model and data size (`tfbert.train.recipe`), printed
     # before training and stored in results.json.
@@ -56,3 +62,23 @@ class TrainConfig:
 
     def __post_init__(self):
         validate(self)
+        if self.batch_size is not None:
+            self.micro_batch_size  # noqa: B018  (raises when N does not divide the batch)
+
+    @property
+    def micro_batch_size(self):
+        """Examples per forward pass: `batch_size / gradient_accumulation_steps`.
+
+        >>> TrainConfig(batch_size=32, gradient_accumulation_steps=4).micro_batch_size
+        8
+        >>> TrainConfig(batch_size=32, gradient_accumulation_steps=3)
+        Traceback (most recent call last):
+        ValueError: TrainConfig.gradient_accumulation_steps: 3 does not divide batch_size 32 (the effective batch; each micro-batch must be batch_size / gradient_accumulation_steps examples).
+        """
+        n = self.gradient_accumulation_steps
+        if self.batch_size is None or self.batch_size % n:
+            raise ValueError(
+                f"TrainConfig.gradient_accumulation_steps: {n} does not divide batch_size "
+                f"{self.batch_size} (the effective batch; each micro-batch must be "
+                "batch_size / gradient_accumulation_steps examples).")
+        return self.batch_size // n

@@ -215,7 +215,11 @@ def main(argv):
                **_plain([best.dev_scores[best.best_epoch - 1]])[0],
                "dev_scores": _plain(best.dev_scores), "grid": rows, "export_dir": out,
                "recipe": best.summary, "selected_on": best.selected_on,
-               "prediction_files": written}
+               "prediction_files": written,
+               "trainable_params": best.summary.get("trainable_params")}
+    # Non-scalar scores of the chosen epoch (multi-label: per_label, thresholds).
+    summary.update({k: v for k, v in best.dev_scores[best.best_epoch - 1].items()
+                    if isinstance(v, dict)})
     with open(os.path.join(cfg.model_dir, "results.json"), "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=2)
     print(json.dumps({k: summary[k] for k in ("task", "main_metric", "best_score", "export_dir")}))

@@ -27,7 +27,7 @@ import tensorflow as tf
 
 from tfbert.data import readers, validation_split
 from tfbert.data.batching import WINDOW_BATCHES, epoch_batches, length_grouped_batches
-from tfbert.experiment import at_least, in_range, validate
+from tfbert.experiment import at_least, in_range, one_of, validate
 from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
 from tfbert.metrics import glue
@@ -58,9 +58,25 @@ class ClassificationConfig:
     bucketing: bool = True
     dropout: float = in_range(0.0, 1.0, 0.1, high_open=True)
     main_metric: Optional[str] = None  # default: accuracy, or corr for regression
+    # --- Multi-label (`tfbert.tasks.multi_label`): any number of labels per text ---
+    multi_label: bool = False
+    label_separator: str = ","  # TSV/CSV: between the labels of one example
+    # Thresholds chosen on the validation data: one for all labels (by
+    # micro-F1) or one per label (by its F1). `threshold`: fixed instead.
+    threshold_mode: str = one_of(("global", "per_label"), "global")
+    threshold: Optional[float] = dataclasses.field(
+        default=None, metadata={"check": (lambda v: 0 < v < 1, "in (0, 1)")})
 
     def __post_init__(self):
         validate(self)
+        if self.label_list:
+            names = [str(l) for l in self.label_list]
+            twice = sorted({l for l in names if names.count(l) > 1})
+            if twice:
+                raise ValueError(f"ClassificationConfig.label_list: {twice} appear(s) more than "
+                                 f"once in {names}.")
+        if self.multi_label and not self.label_separator:
+            raise ValueError("ClassificationConfig.label_separator: must not be empty.")
 
 
 class ClassificationTask(Task):
@@ -68,6 +84,16 @@ class ClassificationTask(Task):
 
     name = "classification"
     config_class = ClassificationConfig
+
+    def __new__(cls, config=None, *args, **kwargs):
+        # `multi_label: true` makes the multi-label task (tfbert/tasks/multi_label.py).
+        multi = (config.get("multi_label") if isinstance(config, dict)
+                 else getattr(config, "multi_label", False))
+        if cls is ClassificationTask and multi is True:
+            from tfbert.tasks.multi_label import MultiLabelClassificationTask
+
+            return super().__new__(MultiLabelClassificationTask)
+        return super().__new__(cls)
 
     def __init__(self, config=None, regression=None):
         super().__init__(config)
@@ -162,7 +188,7 @@ class ClassificationTask(Task):
         """Label counts and how many training examples get truncated."""
         examples, targets = self.read(self.config.train_file)
         out = {"task": self.name}
-        if not self.regression:
+        if not self.regression and targets.ndim == 1:
             counts = np.bincount(targets, minlength=len(self.label_list))
             out["labels"] = ", ".join(f"{l}: {c}" for l, c in zip(self.label_list, counts))
         # [CLS] a [SEP] (b [SEP]): 2 or 3 positions are not text.

@@ -190,6 +190,7 @@ def _finetune(task, train, model_dir, init_checkpoint, encoder_config, vocab_fil
         print(format_summary(summary), flush=True)
     dev = task.eval_data(getattr(task.config, "dev_file", ""), train.eval_batch_size)
     model, scores = task.fit(encoder, train, model_dir, strategy, dev, validation=validation)
+    summary["trainable_params"] = int(sum(w.numpy().size for w in model.trainable_weights))
     if not scores:  # a finished run restored by BackupAndRestore: nothing trained
         scores = [task.evaluate(model, dev)]
     best = task.best_epoch(scores)

@@ -139,6 +139,10 @@ class Task:
 
         with strategy.scope():
             model = self.build_model(encoder)
+            if train.lora_rank:  # frozen encoder, adapters + head train
+                from tfbert.train.lora import enable_lora
+
+                enable_lora(model, train.lora_rank, train.lora_targets)
             optimizer = create_optimizer(
                 train.learning_rate, num_train_steps=total,
                 num_warmup_steps=int(train.warmup_fraction * total),

@@ -48,6 +48,9 @@ class FrozenClassificationTask(ClassificationTask):
     config_class = FrozenClassificationConfig
 
     def fit(self, encoder, train, model_dir, strategy, dev, validation=None):
+        if train.lora_rank:
+            raise ValueError("train.lora_rank: frozen_classification trains no encoder weight "
+                             "(a head on frozen features); use --task=classification.")
         c = self.config
         dev_inputs, reference = dev
         with strategy.scope():

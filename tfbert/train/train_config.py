@@ -16,6 +16,9 @@ from typing import Optional
 
 from tfbert.experiment import at_least, in_range, one_of, positive, validate
 
+# `train.lora_targets` names (`tfbert.train.lora.TARGETS`): projections of each block.
+LORA_TARGETS = ("query", "key", "value", "attention_output", "intermediate", "output")
+
 
 @dataclasses.dataclass
 class TrainConfig:
@@ -29,6 +32,14 @@ class TrainConfig:
     # optimizer accumulation). steps_per_epoch, min_steps and the schedule
     # count updates.
     gradient_accumulation_steps: int = at_least(1, 1)
+    # LoRA adapters (`tfbert.train.lora`): the encoder is frozen; rank-r
+    # adapters on `lora_targets` of every block and the task's head train.
+    # With learning_rate unset the recipe takes 10x the full fine-tuning rate.
+    lora_rank: Optional[int] = at_least(1, None)
+    lora_targets: list = dataclasses.field(
+        default_factory=lambda: ["query", "value"],
+        metadata={"check": (lambda v: bool(v) and set(v) <= set(LORA_TARGETS),
+                            f"a non-empty list of {list(LORA_TARGETS)}")})
     eval_batch_size: int = at_least(1, 64)
     # None: chosen by model and data size (`tfbert.train.recipe`), printed
     # before training and stored in results.json.

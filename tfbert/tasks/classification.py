@@ -33,6 +33,7 @@ from tfbert.export.task_model import export_task_model
 from tfbert.metrics import glue
 from tfbert.models.classifier import BertClassifier
 from tfbert.tasks.base import Task
+from tfbert.tasks.multi_label import MultiLabelClassification
 from tfbert.text.packer import trim_to_bucket
 
 Column = Optional[Union[str, int]]
@@ -90,8 +91,6 @@ class ClassificationTask(Task):
         multi = (config.get("multi_label") if isinstance(config, dict)
                  else getattr(config, "multi_label", False))
         if cls is ClassificationTask and multi is True:
-            from tfbert.tasks.multi_label import MultiLabelClassificationTask
-
             return super().__new__(MultiLabelClassificationTask)
         return super().__new__(cls)
 
@@ -299,6 +298,11 @@ class ClassificationTask(Task):
         return export_task_model(export_dir, serve_text, serve_ids, self.text_inputs,
                                  track=[model, self.preprocessor],
                                  warmup_shapes=call.shapes(self.preprocessor.seq_length))
+
+
+class MultiLabelClassificationTask(MultiLabelClassification, ClassificationTask):
+    """`ClassificationTask` with `multi_label: true` (`tfbert.tasks.multi_label`):
+    `ClassificationTask(config)` builds it when the config says so."""
 
 
 class RegressionTask(ClassificationTask):

@@ -28,12 +28,18 @@ label-list order, `labels` `[batch, labels]` strings with the chosen labels
 first and "" after them, and `num_labels` `[batch]`. A REST client reads
 `labels[i][:num_labels[i]]`.
 
+The behaviour is a mixin, `MultiLabelClassification`, that
+`tfbert.tasks.classification.MultiLabelClassificationTask` puts before
+`ClassificationTask`.
+
 Example:
+>>> from tfbert.tasks.classification import ClassificationTask
 >>> task = ClassificationTask({"train_file": "tests/data/finetune/topics_train.jsonl",
 ...                            "text_column": "text", "label_column": "labels",
 ...                            "multi_label": True, "seq_length": 32})
 >>> type(task).__name__, task.main_metric
 ('MultiLabelClassificationTask', 'micro_f1')
+>>> from tfbert.text.preprocessor import BertPreprocessor
 >>> _ = task.prepare(BertPreprocessor(vocab_file="tests/data/pretraining/vocab.txt",
 ...                                   seq_length=32))
 >>> task.label_list
@@ -55,14 +61,13 @@ from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
 from tfbert.export.tflite import write_file_atomically
 from tfbert.metrics.multi_label import choose_thresholds, multi_label_metrics
-from tfbert.tasks.classification import ClassificationTask
-from tfbert.text.preprocessor import BertPreprocessor  # noqa: F401  (docstring example)
 
 DEFAULT_THRESHOLD = 0.5
 
 
-class MultiLabelClassificationTask(ClassificationTask):
-    """`ClassificationTask` with `config.multi_label=True` (see the module docstring)."""
+class MultiLabelClassification:
+    """The multi-label methods of `ClassificationTask` (a mixin: `super()` is
+    `ClassificationTask`; see the module docstring)."""
 
     def __init__(self, config=None, regression=None):
         super().__init__(config, regression)

@@ -195,10 +195,11 @@ def _finetune(task, train, model_dir, init_checkpoint, encoder_config, vocab_fil
     model, scores = task.fit(encoder, train, model_dir, strategy, dev, validation=validation)
     summary["trainable_params"] = int(sum(w.numpy().size for w in model.trainable_weights))
     if train.lora_rank:  # the adapters and head alone (tfbert.train.lora.load_adapters)
-        from tfbert.train.lora import save_adapters
+        from tfbert.export.tflite import write_file_atomically
+        from tfbert.train.lora import adapters_npz
 
         summary["lora_adapters"] = os.path.join(model_dir, "lora_adapters.npz")
-        save_adapters(model, summary["lora_adapters"])
+        write_file_atomically(summary["lora_adapters"], adapters_npz(model))
     if not scores:  # a finished run restored by BackupAndRestore: nothing trained
         scores = [task.evaluate(model, dev)]
     best = task.best_epoch(scores)

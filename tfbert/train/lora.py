@@ -20,9 +20,10 @@ would then train with A = B = 0 (no gradient reaches either). So the adapted
 layers save and load their variables as they are (`keras.layers.Layer`'s
 own methods): a resumed run and the kept best epoch hold the real adapters.
 
-`save_adapters(model, path)` writes the trainable weights (adapters and
-head) and the head's non-trainable state alone (a small `.npz`);
-`load_adapters` puts them back into a model built the same way.
+`adapters_npz(model)` holds the trainable weights (adapters and head) and
+the head's non-trainable state alone (a small `.npz`; `tfbert.tasks.runner`
+writes it as `lora_adapters.npz`); `load_adapters` puts them back into a
+model built the same way.
 `merge_lora(model)` folds A @ B into each kernel and turns LoRA off, so an
 export has no extra ops (`tfbert.tasks.runner.export_task` calls it).
 
@@ -40,7 +41,6 @@ import io
 import keras
 import numpy as np
 
-from tfbert.export.tflite import write_file_atomically
 from tfbert.train.train_config import LORA_TARGETS
 
 # Names for `train.lora_targets` -> the layer of a `TransformerBlock`.
@@ -121,19 +121,17 @@ def _adapter_variables(model):
             if v.trainable or id(v) not in encoder_ids]
 
 
-def save_adapters(model, path):
-    """Writes the adapters, the head and its state (not the frozen encoder)
-    to `path` (.npz, written to a temporary file and renamed); returns the
-    number of values saved."""
+def adapters_npz(model):
+    """The adapters, the head and its state (not the frozen encoder) as the
+    bytes of an `.npz` file keyed by variable path."""
     values = {v.path: np.asarray(v.numpy()) for v in _adapter_variables(model)}
     buffer = io.BytesIO()
     np.savez(buffer, **values)
-    write_file_atomically(path, buffer.getvalue())
-    return int(sum(v.size for v in values.values()))
+    return buffer.getvalue()
 
 
 def load_adapters(model, path):
-    """Loads `save_adapters` output into `model` (LoRA enabled the same way)."""
+    """Loads an `adapters_npz` file into `model` (LoRA enabled the same way)."""
     with np.load(path) as data:
         saved = dict(data)
     variables = {v.path: v for v in _adapter_variables(model)}

@@ -125,3 +125,24 @@ def test_fixed_threshold_and_bad_thresholds(make_preprocessor):
     with pytest.raises(ValueError, match=r"topics_dev.tsv, line 2: label 'weather' is not in the "
                                          r"label list \['food', 'sport'\]"):
         task.read(os.path.join(DATA, "topics_dev.tsv"))
+
+
+def test_strings_in_tflite_gives_the_same_decisions(trained, tmp_path):
+    """`export_tflite`: LiteRT with tf-text's kernels, ASCII text (where the
+    TFLite tokenizer equals the reference one)."""
+    import tensorflow_text as tf_text
+    from ai_edge_litert.interpreter import InterpreterWithCustomOps
+
+    result, _ = trained
+    model = result.model
+    path = result.task.export_tflite(model, str(tmp_path / "topics.tflite"))
+    runner = InterpreterWithCustomOps(
+        model_path=path, custom_op_registerers=tf_text.tflite_registrar.SELECT_TFTEXT_OPS
+    ).get_signature_runner("serve")
+    texts = ["snow covered the hills and we ate fresh bread and soup .",
+             "the train was on time ."]
+    out = runner(text=np.array([t.encode() for t in texts], object))
+    local = result.task.predict(model, texts)
+    np.testing.assert_allclose(out["probabilities"], local["probabilities"], atol=1e-5)
+    assert out["label_mask"].tolist() == local["label_mask"].tolist()
+    assert out["num_labels"].tolist() == local["num_labels"].tolist()

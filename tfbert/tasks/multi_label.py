@@ -26,7 +26,11 @@ Serving's REST API (and a SavedModel signature) cannot return a ragged
 tensor: `probabilities` and `label_mask` (1 = chosen) `[batch, labels]` in
 label-list order, `labels` `[batch, labels]` strings with the chosen labels
 first and "" after them, and `num_labels` `[batch]`. A REST client reads
-`labels[i][:num_labels[i]]`.
+`labels[i][:num_labels[i]]`. `export_tflite` writes a strings-in `.tflite`
+(`tfbert.export.tflite.export_text_tflite`: tf-text's tokenizer kernels)
+with `probabilities`, `label_mask` and `num_labels`; TFLite has no string
+gather-and-select to build `labels`, so the client maps `label_mask` to
+`label_list` (the order of the probabilities).
 
 The behaviour is a mixin, `MultiLabelClassification`, that
 `tfbert.tasks.classification.MultiLabelClassificationTask` puts before
@@ -59,7 +63,7 @@ import tensorflow as tf
 from tfbert.data import readers
 from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
-from tfbert.export.tflite import write_file_atomically
+from tfbert.export.tflite import export_text_tflite, write_file_atomically
 from tfbert.metrics.multi_label import choose_thresholds, multi_label_metrics
 
 DEFAULT_THRESHOLD = 0.5
@@ -254,3 +258,27 @@ class MultiLabelClassification:
         return export_task_model(export_dir, serve_text, serve_ids, self.text_inputs,
                                  track=[model, self.preprocessor],
                                  warmup_shapes=call.shapes(self.preprocessor.seq_length))
+
+    def export_tflite(self, model, output_path, tokenizer="fast", padding="longest",
+                      quantization=None):
+        """A strings-in `.tflite` (signature `serve(text)`) with
+        `probabilities`, `label_mask` and `num_labels` at the model's thresholds
+        (and `input_word_ids`); returns `output_path`."""
+        return export_text_tflite(self.preprocessor, _Decisions(model), output_path,
+                                  output_names=["probabilities", "label_mask", "num_labels"],
+                                  quantization=quantization, tokenizer=tokenizer,
+                                  padding=padding)
+
+
+class _Decisions(keras.layers.Layer):
+    """A multi-label model's logits turned into its decisions (TFLite builtins only)."""
+
+    def __init__(self, model, **kwargs):
+        super().__init__(**kwargs)
+        self.model = model
+
+    def call(self, inputs, training=False):
+        probabilities = keras.ops.sigmoid(self.model(inputs, training=training))
+        mask = keras.ops.where(probabilities >= self.model.label_thresholds, 1, 0)
+        return {"probabilities": probabilities, "label_mask": mask,
+                "num_labels": keras.ops.sum(mask, axis=-1)}

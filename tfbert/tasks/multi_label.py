@@ -264,7 +264,8 @@ class MultiLabelClassification:
         """A strings-in `.tflite` (signature `serve(text)`) with
         `probabilities`, `label_mask` and `num_labels` at the model's thresholds
         (and `input_word_ids`); returns `output_path`."""
-        return export_text_tflite(self.preprocessor, _Decisions(model), output_path,
+        return export_text_tflite(self.preprocessor, _Decisions(model, name="decisions"),
+                                  output_path,
                                   output_names=["probabilities", "label_mask", "num_labels"],
                                   quantization=quantization, tokenizer=tokenizer,
                                   padding=padding)
@@ -276,6 +277,7 @@ class _Decisions(keras.layers.Layer):
     def __init__(self, model, **kwargs):
         super().__init__(**kwargs)
         self.model = model
+        self.built = True  # its only weights are the (built) model's
 
     def call(self, inputs, training=False):
         probabilities = keras.ops.sigmoid(self.model(inputs, training=training))

@@ -46,8 +46,8 @@ DEFAULT_MIN_STEPS = 300  # optimizer steps, unless the task or `train.min_steps`
 LARGE_DATA = 10_000  # examples (or QA windows) from which batch 32 is the default
 # LoRA (`train.lora_rank`): adapters start at zero and only they and the head
 # move, so they take a larger rate. The LoRA paper's RoBERTa-base GLUE runs
-# used 4e-4..5e-4 against 1e-5..3e-5 for full fine-tuning (Hu et al. 2021,
-# table 9; 10-20x); PEFT's examples use 1e-3 against 2e-5..5e-5.
+# used 4e-4..5e-4 (Hu et al. 2021,
+# table 9, against RoBERTa's own 1e-5..3e-5: 10-50x). 10x is the low end of that range.
 LORA_LEARNING_RATE_FACTOR = 10
 
 

@@ -150,7 +150,44 @@ CASES = [
     ("encode: empty list", lambda w: sentence_encoder(w).encode([]), r"empty"),
     ("search: dims differ", lambda w: search.semantic_search(
         np.ones((2, 4), "float32"), np.ones((3, 5), "float32")), r"dim"),
+    # --- Fine-tuning options: multi-label, gradient accumulation, LoRA ---
+    ("multi-label: duplicate labels", lambda w: multi_label_task(
+        w, label_list=["sport", "food", "sport"]), r"label_list: \['sport'\] appear"),
+    ("multi-label: unknown dev label", lambda w: multi_label_task(
+        w, label_list=["food", "sport"]).read(write(
+            w, "ml_dev.jsonl", '{"t": "x", "l": ["food"]}\n{"t": "y", "l": ["golf"]}\n')),
+     r"ml_dev\.jsonl, line 2: label 'golf' is not in the label list"),
+    ("multi-label: threshold 1.5", lambda w: multi_label_task(w, threshold=1.5),
+     r"threshold: must be in \(0, 1\), got 1\.5"),
+    ("multi-label: threshold 0 from YAML", lambda w: experiment.load(
+        __import__("tfbert.tasks.classification", fromlist=["x"]).ClassificationConfig,
+        write(w, "ml.yaml", "multi_label: true\nthreshold: 0\n")),
+     r"ml\.yaml: threshold: must be in \(0, 1\)"),
+    ("train: gradient_accumulation_steps 0",
+     lambda w: load_train_config(w, "gradient_accumulation_steps: 0\n"),
+     r"gradient_accumulation_steps: must be >= 1, got 0"),
+    ("train: gradient_accumulation_steps not dividing",
+     lambda w: load_train_config(w, "batch_size: 16\ngradient_accumulation_steps: 3\n"),
+     r"gradient_accumulation_steps: 3 does not divide batch_size 16"),
+    ("train: lora_rank 0", lambda w: load_train_config(w, "lora_rank: 0\n"),
+     r"lora_rank: must be >= 1, got 0"),
+    ("train: lora_rank above the layer", lambda w: lora_on_tiny(w, 1000),
+     r"train\.lora_rank: 1000 is not in \[1, 64\]"),
 ]
+
+
+def multi_label_task(w, **config):
+    from tfbert.tasks.classification import ClassificationTask
+
+    return ClassificationTask({"text_column": "t", "label_column": "l", "multi_label": True,
+                               **config})
+
+
+def lora_on_tiny(w, rank):
+    from tfbert.models.classifier import BertClassifier
+    from tfbert.train.lora import enable_lora
+
+    return enable_lora(BertClassifier(w["encoder"], num_classes=2), rank)
 
 
 def truncated_safetensors(w):

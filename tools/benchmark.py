@@ -26,11 +26,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 BENCHMARKS = ("encoder", "tokenizer", "pretrain", "finetune", "qa", "sentence_embedding",
               "bucketing", "distill", "pretrain_payoff", "long_text", "peers", "quality",
-              "latency")
+              "latency", "accumulation", "lora")
 # Not in the default run: peers (needs the bench extra) and quality (about two
 # hours on 2 cores: every task over seeds, tfbert and the transformers reference).
 # latency: serving latency from raw strings against the peers (bench extra).
-SEPARATE = ("peers", "quality", "latency")
+# lora: LoRA against full fine-tuning over 3 seeds (about half an hour).
+SEPARATE = ("peers", "quality", "latency", "lora")
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("what", [b for b in BENCHMARKS if b not in SEPARATE],

@@ -64,7 +64,11 @@ class PretrainConfig:
     encoder_overrides: dict = dataclasses.field(default_factory=dict)
     init_checkpoint: str = ""  # a tfbert checkpoint dir (e.g. converted weights)
     # --- Optimization ---
-    batch_size: int = experiment.at_least(1, 32)
+    batch_size: int = experiment.at_least(1, 32)  # per optimizer update
+    # N > 1: each update averages N micro-batches of batch_size / N sequences
+    # (Keras' optimizer accumulation); num_train_steps and steps_per_epoch
+    # count updates.
+    gradient_accumulation_steps: int = experiment.at_least(1, 1)
     num_train_steps: int = experiment.at_least(1, 1000)
     num_warmup_steps: int = experiment.at_least(0, 100)
     learning_rate: float = experiment.positive(1e-4)
@@ -144,6 +148,11 @@ def validate(cfg):
     if cfg.next_sentence_task and not cfg.use_nsp and cfg.next_sentence_task != "none":
         raise ValueError(f"use_nsp=false conflicts with next_sentence_task="
                          f"{cfg.next_sentence_task}; set one of them.")
+    if cfg.batch_size % cfg.gradient_accumulation_steps:
+        raise ValueError(
+            f"gradient_accumulation_steps ({cfg.gradient_accumulation_steps}) must divide "
+            f"batch_size ({cfg.batch_size}): each micro-batch is batch_size / "
+            "gradient_accumulation_steps sequences.")
     if cfg.num_train_steps % cfg.steps_per_epoch:
         raise ValueError(
             f"num_train_steps ({cfg.num_train_steps}) must be a multiple of "
@@ -208,6 +217,9 @@ def run(cfg):
                             tpu=cfg.tpu)
 
     epochs = cfg.num_train_steps // cfg.steps_per_epoch
+    accumulate = cfg.gradient_accumulation_steps
+    micro_batch = cfg.batch_size // accumulate
+    keras_steps = cfg.steps_per_epoch * accumulate  # micro-batches per epoch
     initial_epoch, initial_batch = cb.resume_point(cfg.model_dir)
     masker = None
     if cfg.dynamic_masking:
@@ -219,7 +231,7 @@ def run(cfg):
 
     def make_dataset(skip_batches):
         dataset = pretraining_dataset(
-            cfg.train_files, cfg.batch_size, masker=masker, seed=cfg.seed,
+            cfg.train_files, micro_batch, masker=masker, seed=cfg.seed,
             shuffle_buffer=cfg.shuffle_buffer, next_sentence_task=task,
             skip_batches=skip_batches,
         )
@@ -234,7 +246,7 @@ def run(cfg):
     elif eval_files:
         # The same masks every epoch (fixed seed, no shuffle): scores compare across epochs.
         eval_dataset = pretraining_dataset(
-            eval_files, cfg.batch_size, masker=masker, seed=cfg.seed + 1, shuffle_buffer=0,
+            eval_files, micro_batch, masker=masker, seed=cfg.seed + 1, shuffle_buffer=0,
             repeat=False, next_sentence_task=task, drop_remainder=False,
         )
         print(f"pretrain: evaluating {eval_files} after every epoch.", flush=True)
@@ -250,7 +262,7 @@ def run(cfg):
                 optimizer_type=cfg.optimizer_type, weight_decay=cfg.weight_decay,
                 end_learning_rate=cfg.end_learning_rate, power=cfg.power,
                 clipnorm=cfg.clipnorm or None, beta_1=cfg.beta_1, beta_2=cfg.beta_2,
-                epsilon=cfg.epsilon,
+                epsilon=cfg.epsilon, gradient_accumulation_steps=accumulate,
             ),
             jit_compile=jit_compile,
         )
@@ -258,7 +270,8 @@ def run(cfg):
         model(x)  # build: BackupAndRestore restores into built variables
     if initial_epoch or initial_batch:
         print(f"Resuming at epoch {initial_epoch} "
-              f"(step {initial_epoch * cfg.steps_per_epoch + initial_batch}).", flush=True)
+              f"(step {initial_epoch * cfg.steps_per_epoch + initial_batch / accumulate:g}).",
+              flush=True)
 
     callbacks = cb.training_callbacks(
         cfg.model_dir, checkpoint_every_epochs=cfg.checkpoint_every_epochs,
@@ -273,7 +286,7 @@ def run(cfg):
         )
         callbacks.append(spikes)
     start = time.time()
-    history = cb.fit_resumable(model, make_dataset, callbacks, epochs, cfg.steps_per_epoch,
+    history = cb.fit_resumable(model, make_dataset, callbacks, epochs, keras_steps,
                                verbose=cfg.verbose, validation_data=eval_dataset)
     seconds = time.time() - start
     step = int(model.optimizer.iterations.numpy())

@@ -33,6 +33,13 @@ def case(tmp, name):
         "finetune: missing train file": (
             "finetune.py", finetune + ["--set", f"task.train_file={tmp / 'nope.tsv'}"],
             r"nope\.tsv"),
+        "finetune: gradient_accumulation_steps not dividing": (
+            "finetune.py", finetune + ["--set", "train.gradient_accumulation_steps=3"],
+            r"gradient_accumulation_steps: 3 does not divide batch_size 16"),
+        "pretrain: gradient_accumulation_steps not dividing": (
+            "pretrain.py", [f"--model_dir={tmp / 'pt3'}", "--train_files=x", "--vocab_file=v",
+                            "--batch_size=8", "--set", "gradient_accumulation_steps=3"],
+            r"gradient_accumulation_steps \(3\) must divide batch_size \(8\)"),
         "pretrain: no train files": (
             "pretrain.py", [f"--model_dir={tmp / 'pt'}", "--vocab_file=v.txt"], r"--train_files"),
         "pretrain: steps not a multiple": (
@@ -70,6 +77,8 @@ def case(tmp, name):
 
 
 NAMES = ["finetune: batch_size lots", "finetune: YAML syntax", "finetune: missing train file",
+         "finetune: gradient_accumulation_steps not dividing",
+         "pretrain: gradient_accumulation_steps not dividing",
          "pretrain: no train files", "pretrain: steps not a multiple",
          "create_pretraining_data: missing corpus", "export: not a checkpoint",
          "export: tflite_padding unknown",

@@ -172,3 +172,30 @@ def test_export_jit_compile_flag_reaches_the_config(run_python, tmp_path):
     lines = out.strip().splitlines()
     assert lines[-1] == "False True"
     assert "export_jit_compile" in lines[-2] and "true or false" in lines[-2]
+
+
+@pytest.mark.slow
+def test_multi_label_with_lora_and_gradient_accumulation(tmp_path):
+    """The three fine-tuning options through the tool's own flags, in one run:
+    `--set task.multi_label=true`, `train.lora_rank`, `train.gradient_accumulation_steps`."""
+    proc = run_tool("--task=classification", "--config=configs/finetune_topics_multi_label.yaml",
+                    f"--model_dir={tmp_path}", "--set=preset=tiny",
+                    "--set=vocab_file=tests/data/pretraining/vocab.txt",
+                    "--set=task.multi_label=true", "--set=train.lora_rank=4",
+                    "--set=train.gradient_accumulation_steps=2", "--set=train.epochs=1",
+                    "--set=train.steps_per_epoch=4", "--set=train.verbose=1",
+                    "--set=train.jit_compile=false", "--set=train.tensorboard=false")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "auto LoRA: 10x the full fine-tuning rate 0.001" in proc.stdout
+    assert "8 (16 per update = 2 accumulated micro-batches)" in proc.stdout
+    results = json.load(open(tmp_path / "results.json"))
+    assert results["main_metric"] == "micro_f1"
+    for key in ("micro_f1", "macro_f1", "subset_accuracy"):
+        assert 0 <= results[key] <= 1
+    assert set(results["per_label"]) == {"food", "sport", "weather"}
+    assert set(results["thresholds"]) == {"food", "sport", "weather"}
+    assert 0 < results["trainable_params"] < 20000  # adapters + head of the tiny model
+    assert os.path.isfile(results["recipe"]["lora_adapters"])
+    assert [os.path.basename(p) for p in results["prediction_files"]] == [
+        "dev_predictions.tsv", "dev_per_label.tsv"]
+    assert os.path.isfile(os.path.join(results["export_dir"], "saved_model.pb"))

@@ -244,3 +244,20 @@ def test_sop_with_held_out_eval_each_epoch_and_export_of_a_saved_step(tmp_path):
     assert ckpt.encoder_weights().keys() == final.encoder_weights().keys()
     assert any((ckpt.encoder_weights()[k] != final.encoder_weights()[k]).any()
                for k in final.encoder_weights())  # step 10 is not step 20
+
+
+@pytest.mark.slow
+def test_gradient_accumulation_counts_updates(records, tmp_path):
+    """`gradient_accumulation_steps=2`: micro-batches of half the batch, and
+    num_train_steps / steps_per_epoch count optimizer updates."""
+    model_dir = tmp_path / "accumulate"
+    result = subprocess.run(
+        pretrain_flags(records, model_dir, 8, 4, "--set", "gradient_accumulation_steps=2",
+                       "--set", "encoder_overrides.num_layers=1", "--nojit_compile"),
+        env=ENV, timeout=600, capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads((model_dir / "summary.json").read_text())
+    assert summary["step"] == 8  # updates, from 16 micro-batches
+    assert [r["epoch"] for r in read_log(model_dir)] == ["0", "1"]
+    assert os.path.isdir(model_dir / "pretrained")

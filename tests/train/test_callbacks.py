@@ -78,7 +78,8 @@ class _SigtermAt(keras.callbacks.Callback):
         import os
         import signal
 
-        if int(self.model.optimizer.iterations.numpy()) == self.step:
+        # Keras steps (`_iterations`): micro-batches under gradient accumulation.
+        if int(self.model.optimizer._iterations.numpy()) == self.step:
             os.kill(os.getpid(), signal.SIGTERM)
 
 
@@ -128,6 +129,48 @@ def sigterm_on_an_epochs_last_step_keeps_the_epoch_end_backup(tmp_path):
     assert [r.split(",")[0] for r in rows[1:]] == ["0", "1"]
 
 
+def _accumulating_model():
+    """`_adam_model` with the recipe's optimizer accumulating 2 micro-batches per update."""
+    from tfbert.train.optimizer import create_optimizer
+
+    keras.utils.set_random_seed(3)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, activation="relu"),
+                              keras.layers.Dense(1)])
+    model.compile(optimizer=create_optimizer(0.05, num_train_steps=9, num_warmup_steps=1,
+                                             gradient_accumulation_steps=2), loss="mse")
+    model.build((None, 3))
+    return model
+
+
+def sigterm_mid_accumulation_loses_nothing(tmp_path):
+    """Gradient accumulation: a SIGTERM after micro-batch 7 (one micro-batch
+    into an update) saves the half-filled accumulators with the backup; the
+    rerun ends with the uninterrupted run's weights."""
+    import pytest
+
+    reference = _accumulating_model()
+    cb.fit_resumable(reference, _numbers, cb.training_callbacks(str(tmp_path / "ref"),
+                                                               tensorboard=False),
+                     epochs=3, steps_per_epoch=6, verbose=0)
+    assert int(reference.optimizer.iterations.numpy()) == 9  # updates
+
+    model_dir = str(tmp_path / "run")
+    model = _accumulating_model()
+    callbacks = [_SigtermAt(7)] + cb.training_callbacks(model_dir, tensorboard=False)
+    with pytest.raises(cb.Preempted):
+        cb.fit_resumable(model, _numbers, callbacks, epochs=3, steps_per_epoch=6, verbose=0)
+    assert cb.resume_point(model_dir) == (1, 1)
+    pending = [v for v in model.optimizer.variables if "gradient_accumulator" in v.path]
+    assert pending and max(float(np.abs(v.numpy()).max()) for v in pending) > 0
+
+    resumed = _accumulating_model()
+    cb.fit_resumable(resumed, _numbers, cb.training_callbacks(model_dir, tensorboard=False),
+                     epochs=3, steps_per_epoch=6, verbose=0)
+    assert int(resumed.optimizer.iterations.numpy()) == 9
+    for got, want in zip(resumed.get_weights(), reference.get_weights()):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-7)
+
+
 def in_fresh_process(run_python, scenario, tmp_path):
     """Runs `scenario(tmp_path)` from this file in a fresh interpreter. The
     real SIGTERM then goes to a process that holds only this test: sent to the
@@ -148,6 +191,10 @@ def test_sigterm_saves_the_step_and_the_rerun_redoes_nothing(tmp_path, run_pytho
 def test_sigterm_on_an_epochs_last_step_keeps_the_epoch_end_backup(tmp_path, run_python):
     in_fresh_process(run_python, sigterm_on_an_epochs_last_step_keeps_the_epoch_end_backup,
                      tmp_path)
+
+
+def test_sigterm_mid_accumulation_loses_nothing(tmp_path, run_python):
+    in_fresh_process(run_python, sigterm_mid_accumulation_loses_nothing, tmp_path)
 
 
 def test_loss_spike_warning_keeps_the_weights_from_before_the_jump(tmp_path):

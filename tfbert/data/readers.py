@@ -117,7 +117,7 @@ def _rows_of_text(path, fmt):
 
 
 def read_labeled_text(path, text_column, label_column=None, text_b_column=None,
-                      format=None, header=True):
+                      format=None, header=True, label_separator=None):
     """Reads a TSV, CSV or JSONL file of (text, optional text_b, optional label).
 
     Args:
@@ -127,6 +127,10 @@ def read_labeled_text(path, text_column, label_column=None, text_b_column=None,
         and `label_column` may be None.
       header: TSV/CSV only: whether the first line names the columns (GLUE's
         CoLA has none; the others do).
+
+      label_separator: set for multi-label data: each label is then a list
+        of strings (a JSON list, or the column split at this separator; an
+        empty or missing value is an example with no label).
 
     Returns a `TextExamples`. Labels are kept as stripped strings.
     """
@@ -165,6 +169,9 @@ def read_labeled_text(path, text_column, label_column=None, text_b_column=None,
                                      f"the object has keys {sorted(row)}.")
                 value = row[col]
                 value = "" if value is None else value
+                if key == "label" and label_separator is not None and isinstance(value, list):
+                    values[key] = [str(v).strip() for v in value if str(v).strip()]
+                    continue
             else:
                 index = columns[key]
                 if not -len(row) <= index < len(row):
@@ -176,6 +183,9 @@ def read_labeled_text(path, text_column, label_column=None, text_b_column=None,
             if key in values and not values[key]:
                 raise ValueError(f"{path}, line {n}: the {key} column "
                                  f"{wanted[key]!r} is empty.")
+        if label_separator is not None and isinstance(values.get("label"), str):
+            values["label"] = [v.strip() for v in values["label"].split(label_separator)
+                               if v.strip()]
         if "label" in values and values["label"] == "":
             raise ValueError(f"{path}, line {n}: the label column {wanted['label']!r} is empty.")
         for key, value in values.items():
@@ -274,3 +284,26 @@ def encode_tags(sentences, label_list):
             row.append(index[tag])
         ids.append(row)
     return ids
+
+
+def encode_multi_labels(examples, label_list):
+    """`[examples, labels]` 0/1 float32 matrix of `examples.label` (lists);
+    an unknown label is an error naming the file, line and the valid labels.
+
+    >>> class Examples:  # what read_labeled_text(..., label_separator=",") returns
+    ...     label = [["b"], [], ["a", "b"]]
+    ...     def where(self, i): return f"f.tsv, line {i + 2}"
+    >>> encode_multi_labels(Examples(), ["a", "b"]).tolist()
+    [[0.0, 1.0], [0.0, 0.0], [1.0, 1.0]]
+    """
+    import numpy as np
+
+    index = {str(l): i for i, l in enumerate(label_list)}
+    out = np.zeros((len(examples.label), len(label_list)), np.float32)
+    for i, labels in enumerate(examples.label):
+        for label in labels:
+            if label not in index:
+                raise ValueError(f"{examples.where(i)}: label {label!r} is not in the label list "
+                                 f"{list(index)}.")
+            out[i, index[label]] = 1.0
+    return out

@@ -128,20 +128,27 @@ class Task:
         self.drop_remainder = strategy.num_replicas_in_sync > 1
         steps = train.steps_per_epoch or steps_per_epoch(n, train.batch_size, self.drop_remainder)
         total = steps * train.epochs
+        # Gradient accumulation: Keras steps are micro-batches, N per update.
+        accumulate = train.gradient_accumulation_steps
 
         def make_dataset(skip_batches):
             # Built anew for each resume: a seeded order that restarts at batch 0.
-            data = self.dataset(self.config.train_file, train.batch_size, training=True,
+            data = self.dataset(self.config.train_file, train.micro_batch_size, training=True,
                                 seed=train.seed)
             return with_auto_shard(data.skip(skip_batches) if skip_batches else data)
 
         with strategy.scope():
             model = self.build_model(encoder)
+            if train.lora_rank:  # frozen encoder, adapters + head train
+                from tfbert.train.lora import enable_lora
+
+                enable_lora(model, train.lora_rank, train.lora_targets)
             optimizer = create_optimizer(
                 train.learning_rate, num_train_steps=total,
                 num_warmup_steps=int(train.warmup_fraction * total),
                 optimizer_type=train.optimizer_type, weight_decay=train.weight_decay,
-                clipnorm=train.clipnorm, epsilon=train.adam_epsilon)
+                clipnorm=train.clipnorm, epsilon=train.adam_epsilon,
+                gradient_accumulation_steps=accumulate)
             trainable = self.build_trainable(model, optimizer, train)
         evaluate = lambda: self.evaluate(model, dev)
         if validation:
@@ -161,7 +168,7 @@ class Task:
 
         evaluation = fit_keeping_best(
             trainable, make_dataset, evaluate, self.main_metric, model_dir,
-            epochs=train.epochs, steps_per_epoch=steps, verbose=train.verbose,
+            epochs=train.epochs, steps_per_epoch=steps * accumulate, verbose=train.verbose,
             tensorboard=train.tensorboard)
         return model, evaluation.scores
 

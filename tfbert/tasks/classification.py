@@ -33,6 +33,7 @@ from tfbert.export.task_model import export_task_model
 from tfbert.metrics import glue
 from tfbert.models.classifier import BertClassifier
 from tfbert.tasks.base import Task
+from tfbert.tasks.multi_label import MultiLabelClassification
 from tfbert.text.packer import trim_to_bucket, trim_to_longest
 from tfbert.text.windows import (WINDOW_MODES, count_windows, pack_windows, pool_windows,
                                  window_batches)
@@ -70,9 +71,25 @@ class ClassificationConfig:
     doc_stride: Optional[int] = at_least(1, None)  # window step; None: half a window
     doc_overlap: Optional[int] = at_least(0, None)  # or: wordpieces shared by neighbours
     max_windows: int = at_least(1, 64)  # per text; the rest of a longer text is not read
+    # --- Multi-label (`tfbert.tasks.multi_label`): any number of labels per text ---
+    multi_label: bool = False
+    label_separator: str = ","  # TSV/CSV: between the labels of one example
+    # Thresholds chosen on the validation data: one for all labels (by
+    # micro-F1) or one per label (by its F1). `threshold`: fixed instead.
+    threshold_mode: str = one_of(("global", "per_label"), "global")
+    threshold: Optional[float] = dataclasses.field(
+        default=None, metadata={"check": (lambda v: 0 < v < 1, "in (0, 1)")})
 
     def __post_init__(self):
         validate(self)
+        if self.label_list:
+            names = [str(l) for l in self.label_list]
+            twice = sorted({l for l in names if names.count(l) > 1})
+            if twice:
+                raise ValueError(f"ClassificationConfig.label_list: {twice} appear(s) more than "
+                                 f"once in {names}.")
+        if self.multi_label and not self.label_separator:
+            raise ValueError("ClassificationConfig.label_separator: must not be empty.")
 
 
 class ClassificationTask(Task):
@@ -80,6 +97,14 @@ class ClassificationTask(Task):
 
     name = "classification"
     config_class = ClassificationConfig
+
+    def __new__(cls, config=None, *args, **kwargs):
+        # `multi_label: true` makes the multi-label task (tfbert/tasks/multi_label.py).
+        multi = (config.get("multi_label") if isinstance(config, dict)
+                 else getattr(config, "multi_label", False))
+        if cls is ClassificationTask and multi is True:
+            return super().__new__(MultiLabelClassificationTask)
+        return super().__new__(cls)
 
     def __init__(self, config=None, regression=None):
         super().__init__(config)
@@ -254,7 +279,7 @@ class ClassificationTask(Task):
         """Label counts and how many training examples get truncated."""
         examples, targets = self.read(self.config.train_file)
         out = {"task": self.name}
-        if not self.regression:
+        if not self.regression and targets.ndim == 1:
             counts = np.bincount(targets, minlength=len(self.label_list))
             out["labels"] = ", ".join(f"{l}: {c}" for l, c in zip(self.label_list, counts))
         # [CLS] a [SEP] (b [SEP]): 2 or 3 positions are not text.
@@ -350,6 +375,15 @@ class ClassificationTask(Task):
             "label": tf.gather(tf.constant(self.label_list), label_id),
         }
 
+    def predict_logits(self, model, texts, batch_size=64):
+        """NumPy logits `[n, outputs]` of a dict of string lists (`text`,
+        `text_b`): one row per text, its windows pooled with `long_text=windows`
+        (then `batch_size` counts windows)."""
+        if self.windowed:
+            return self._logits(model, self.window_text_batches(texts, batch_size))
+        ds = tf.data.Dataset.from_tensor_slices(texts).batch(batch_size)
+        return model.predict(ds.map(self.encode), verbose=0)
+
     def predict(self, model, text, text_b=None, batch_size=64):
         """NumPy outputs (`logits`, `probabilities`, `label` as str / `score`) for raw strings.
         With `long_text=windows`, `batch_size` counts windows: a call holds the
@@ -359,11 +393,7 @@ class ClassificationTask(Task):
             if text_b is None:
                 raise ValueError("This task takes sentence pairs: pass text_b.")
             texts["text_b"] = list(text_b)
-        if self.windowed:  # batch_size counts windows
-            logits = self._logits(model, self.window_text_batches(texts, batch_size))
-        else:
-            ds = tf.data.Dataset.from_tensor_slices(texts).batch(batch_size)
-            logits = model.predict(ds.map(self.encode), verbose=0)
+        logits = self.predict_logits(model, texts, batch_size)
         out = {k: v.numpy() for k, v in self.outputs(tf.constant(logits)).items()}
         if "label" in out:
             out["label"] = np.array([s.decode() for s in out["label"]])
@@ -386,6 +416,11 @@ class ClassificationTask(Task):
         return export_task_model(export_dir, serve_text, serve_ids, self.text_inputs,
                                  track=[model, self.preprocessor],
                                  warmup_shapes=call.shapes(self.preprocessor.seq_length))
+
+
+class MultiLabelClassificationTask(MultiLabelClassification, ClassificationTask):
+    """`ClassificationTask` with `multi_label: true` (`tfbert.tasks.multi_label`):
+    `ClassificationTask(config)` builds it when the config says so."""
 
 
 class RegressionTask(ClassificationTask):

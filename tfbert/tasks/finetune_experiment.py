@@ -171,7 +171,11 @@ def run_experiment(task_name, cfg, overrides=(), source="config", overwrite=Fals
                **plain_scores([best.dev_scores[best.best_epoch - 1]])[0],
                "dev_scores": plain_scores(best.dev_scores), "grid": rows, "export_dir": out,
                "recipe": best.summary, "selected_on": best.selected_on,
-               "prediction_files": written}
+               "prediction_files": written,
+               "trainable_params": best.summary.get("trainable_params")}
+    # Non-scalar scores of the chosen epoch (multi-label: per_label, thresholds).
+    summary.update({k: v for k, v in best.dev_scores[best.best_epoch - 1].items()
+                    if isinstance(v, dict)})
     write_json(os.path.join(cfg.model_dir, "results.json"), summary)
     return summary
 

@@ -48,6 +48,9 @@ class FrozenClassificationTask(ClassificationTask):
     config_class = FrozenClassificationConfig
 
     def fit(self, encoder, train, model_dir, strategy, dev, validation=None):
+        if train.lora_rank:
+            raise ValueError("train.lora_rank: frozen_classification trains no encoder weight "
+                             "(a head on frozen features); use --task=classification.")
         c = self.config
         dev_inputs, reference = dev
         with strategy.scope():
@@ -75,7 +78,9 @@ class FrozenClassificationTask(ClassificationTask):
             head.compile(
                 optimizer=create_optimizer(c.head_learning_rate, steps,
                                            int(train.warmup_fraction * steps),
-                                           weight_decay=train.weight_decay),
+                                           weight_decay=train.weight_decay,
+                                           gradient_accumulation_steps=(
+                                               train.gradient_accumulation_steps)),
                 loss=self.loss(), metrics=self.metrics(), jit_compile=train.jit_compile)
         evaluate = lambda: self.score(head.predict(dev_x, verbose=0), reference)
         if validation:  # it chooses the epoch; dev is only reported
@@ -93,7 +98,7 @@ class FrozenClassificationTask(ClassificationTask):
         evaluation = DevEvaluation(evaluate, verbose=train.verbose)
         best_path = os.path.join(model_dir, "head_" + BEST_WEIGHTS)
         # Cached features fit in memory: a NumPy fit, shuffled by Keras.
-        head.fit(train_x, train_y, batch_size=train.batch_size, epochs=c.head_epochs,
+        head.fit(train_x, train_y, batch_size=train.micro_batch_size, epochs=c.head_epochs,
                  shuffle=True, verbose=0 if train.verbose < 2 else 2, callbacks=[
                      evaluation, KeepBest(best_path, evaluation, self.main_metric)])
         if os.path.isfile(best_path):

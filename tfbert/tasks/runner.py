@@ -110,6 +110,13 @@ def training_summary(task, train, encoder_config):
                "total_steps": total, "warmup_steps": int(train.warmup_fraction * total),
                "learning_rate": train.learning_rate, "epochs": train.epochs,
                "recipe": notes, "dtype_policy": train.dtype_policy or "float32"}
+    if train.lora_rank:
+        summary["lora"] = (f"rank {train.lora_rank} on {', '.join(train.lora_targets)}; "
+                           "encoder frozen, adapters and head train")
+    if train.gradient_accumulation_steps > 1:
+        summary["micro_batch_size"] = (f"{train.micro_batch_size} ({train.batch_size} per update "
+                                       f"= {train.gradient_accumulation_steps} accumulated "
+                                       "micro-batches)")
     return train, summary
 
 
@@ -186,6 +193,13 @@ def _finetune(task, train, model_dir, init_checkpoint, encoder_config, vocab_fil
         print(format_summary(summary), flush=True)
     dev = task.eval_data(getattr(task.config, "dev_file", ""), train.eval_batch_size)
     model, scores = task.fit(encoder, train, model_dir, strategy, dev, validation=validation)
+    summary["trainable_params"] = int(sum(w.numpy().size for w in model.trainable_weights))
+    if train.lora_rank:  # the adapters and head alone (tfbert.train.lora.load_adapters)
+        from tfbert.atomic import write_bytes
+        from tfbert.train.lora import adapters_npz
+
+        summary["lora_adapters"] = os.path.join(model_dir, "lora_adapters.npz")
+        write_bytes(summary["lora_adapters"], adapters_npz(model))
     if not scores:  # a finished run restored by BackupAndRestore: nothing trained
         scores = [task.evaluate(model, dev)]
     best = task.best_epoch(scores)
@@ -200,5 +214,11 @@ def _finetune(task, train, model_dir, init_checkpoint, encoder_config, vocab_fil
 
 def export_task(task, model, export_dir, jit_compile=False):
     """`task.export(model, export_dir)`, with `jit_compile=True` only when
-    set: a custom Task's two-argument `export` keeps working."""
+    set: a custom Task's two-argument `export` keeps working. LoRA adapters
+    are merged into their kernels first (`tfbert.train.lora.merge_lora`):
+    the exported graph has no adapter ops."""
+    from tfbert.train.lora import lora_layers, merge_lora
+
+    if lora_layers(model):
+        merge_lora(model)
     return task.export(model, export_dir, **({"jit_compile": True} if jit_compile else {}))

@@ -311,7 +311,10 @@ def fit_resumable(model, make_dataset, callbacks, epochs, steps_per_epoch, **fit
         history.epoch += h.epoch
         for key, values in h.history.items():
             history.history.setdefault(key, []).extend(values)
-        if backup.preempted and model.optimizer.iterations.numpy() < epochs * steps_per_epoch:
+        # Keras steps (micro-batches under gradient accumulation, where
+        # `iterations` counts updates).
+        done_steps = int(getattr(model.optimizer, "_iterations", model.optimizer.iterations))
+        if backup.preempted and done_steps < epochs * steps_per_epoch:
             raise Preempted(f"preempted (SIGTERM) at step "
                             f"{int(model.optimizer.iterations.numpy())}; state saved in "
                             f"{backup.backup_dir}. Rerun the same command to continue there.")

@@ -15,6 +15,11 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
     polynomial decay (linear for `power=1`) to `end_learning_rate` at
     `decay_steps`.
 
+    `steps_per_update=N` (gradient accumulation): Keras 3.15 calls the
+    schedule with its micro-step counter (`optimizer._iterations`, not the
+    update count `optimizer.iterations`), so the step is divided by N first:
+    update k gets the learning rate of step k, as without accumulation.
+
     Example:
     >>> s = WarmupPolynomialDecay(1e-3, decay_steps=100, warmup_steps=10)
     >>> round(float(s(5)), 6), round(float(s(10)), 6), round(float(s(100)), 6)
@@ -22,7 +27,8 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
     """
 
     def __init__(self, learning_rate, decay_steps, warmup_steps=0,
-                 end_learning_rate=0.0, power=1.0):
+                 end_learning_rate=0.0, power=1.0, steps_per_update=1):
+        self.steps_per_update = steps_per_update
         self.learning_rate = learning_rate
         self.decay_steps = decay_steps
         self.warmup_steps = warmup_steps
@@ -30,6 +36,8 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
         self.power = power
 
     def __call__(self, step):
+        if self.steps_per_update > 1:
+            step = ops.floor_divide(step, self.steps_per_update)
         step = ops.cast(step, "float32")
         peak = ops.cast(self.learning_rate, "float32")
         end = ops.cast(self.end_learning_rate, "float32")
@@ -49,6 +57,7 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
             "warmup_steps": self.warmup_steps,
             "end_learning_rate": self.end_learning_rate,
             "power": self.power,
+            "steps_per_update": self.steps_per_update,
         }
 
 
@@ -56,22 +65,69 @@ class _SumThenClip:
     """Under tf.distribute, Keras 3.15 clips each replica's gradients and only
     then sums them across replicas, so `global_clipnorm` sees per-replica
     norms and training differs from one device with the same global batch.
-    This sums first (once) and clips the summed gradients."""
+    This sums first (once) and clips the summed gradients.
 
-    def _clip_gradients(self, grads):
+    With `gradient_accumulation_steps`, the sum comes before the accumulator
+    as well: every micro-batch's gradients are summed across replicas, so the
+    accumulators (mirrored variables) hold the same value on every replica and
+    a backup written mid-accumulation (which saves one replica's copy) loses
+    nothing. Keras then averages the accumulated micro-batches and clips that
+    average: the clipped gradient of one batch of N times the size."""
+
+    def _backend_apply_gradients(self, grads, trainable_variables):
+        # Dense gradients: Keras' Adam squares an IndexedSlices gradient (an
+        # Embedding's) per occurrence, so a token seen k times in a batch
+        # adds the sum of its k squared gradients to the second moment, not
+        # the square of their sum (tests/train/test_optimizer.py).
+        grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
+                 for g in grads]
         context = tf.distribute.get_replica_context()
-        if context is not None and context.num_replicas_in_sync > 1:
-            present = [i for i, g in enumerate(grads) if g is not None]
-            summed = context.all_reduce(
-                tf.distribute.ReduceOp.SUM, [grads[i] for i in present]
-            )
-            grads = list(grads)
-            for i, g in zip(present, summed):
-                grads[i] = g
-        return super()._clip_gradients(grads)
+        if context is None or context.num_replicas_in_sync == 1:
+            return super()._backend_apply_gradients(grads, trainable_variables)
+        grads = list(context.all_reduce(tf.distribute.ReduceOp.SUM, list(grads)))
+        if not self.gradient_accumulation_steps:
+            return super()._backend_apply_gradients(grads, trainable_variables)
+        # Keras' accumulation branches with `ops.cond` in the replica context,
+        # and its update inside the branch needs a `merge_call`, which
+        # tf.distribute refuses inside control flow ("merge_call called while
+        # defining a new graph"; MirroredStrategy merges except under XLA on
+        # GPUs). The summed gradients are equal on every replica, so the
+        # branch runs once, in the cross-replica context.
+        return context.merge_call(self._accumulate_cross_replica,
+                                  args=(grads, trainable_variables))
+
+    def _accumulate_cross_replica(self, strategy, grads, trainable_variables):
+        """Keras' accumulation step (`BaseOptimizer._backend_apply_gradients`),
+        written with `strategy.extended.update` (no merge_call inside)."""
+        grads = [strategy.experimental_local_results(g)[0] for g in grads]
+        accumulators = [self._accumulated_gradients[self._get_variable_index(v)].value
+                        for v in trainable_variables]
+        steps = self.gradient_accumulation_steps
+
+        def update():
+            mean = self._clip_gradients([(g + a) / steps for g, a in zip(grads, accumulators)])
+            lr = self.learning_rate
+            if self.weight_decay is not None:
+                wd = self.weight_decay
+                for v in trainable_variables:
+                    if self._use_weight_decay(v):
+                        strategy.extended.update(
+                            v.value, lambda x: x.assign_sub(x * tf.cast(wd * lr, x.dtype)),
+                            group=False)
+            self._distributed_tf_update_step(
+                strategy, list(zip(mean, [v.value for v in trainable_variables])), lr)
+            for a in accumulators:
+                strategy.extended.update(a, lambda x: x.assign(tf.zeros_like(x)), group=False)
+
+        def accumulate():
+            for a, g in zip(accumulators, grads):
+                strategy.extended.update(a, lambda x, g: x.assign_add(g), args=(g,),
+                                         group=False)
+
+        tf.cond((self._iterations + 1) % steps == 0, update, accumulate)
 
     def _all_reduce_sum_gradients(self, grads_and_vars):
-        return grads_and_vars  # already summed in _clip_gradients
+        return grads_and_vars  # already summed in _backend_apply_gradients
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
@@ -96,10 +152,15 @@ def create_optimizer(
     beta_2=0.999,
     epsilon=1e-6,
     clipnorm=1.0,
+    gradient_accumulation_steps=1,
 ):
     """AdamW or LAMB with BERT's schedule; decay skips LayerNorm and biases.
 
     `clipnorm` clips the global gradient norm (None disables clipping).
+    `gradient_accumulation_steps=N` > 1: Keras' own accumulation; the
+    variables move on every N-th call with the mean of the N micro-batches'
+    gradients (clipped after averaging), and `num_train_steps`,
+    `num_warmup_steps` and `optimizer.iterations` count those updates.
 
     Example:
     >>> opt = create_optimizer(5e-5, num_train_steps=1000, num_warmup_steps=100)
@@ -112,6 +173,7 @@ def create_optimizer(
         warmup_steps=num_warmup_steps,
         end_learning_rate=end_learning_rate,
         power=power,
+        steps_per_update=max(1, int(gradient_accumulation_steps)),
     )
     kwargs = dict(
         learning_rate=schedule,
@@ -121,6 +183,8 @@ def create_optimizer(
         epsilon=epsilon,
         global_clipnorm=clipnorm,
     )
+    if gradient_accumulation_steps > 1:
+        kwargs["gradient_accumulation_steps"] = int(gradient_accumulation_steps)
     if optimizer_type == "adamw":
         optimizer = AdamW(**kwargs)
     elif optimizer_type == "lamb":

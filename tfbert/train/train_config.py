@@ -16,13 +16,30 @@ from typing import Optional
 
 from tfbert.experiment import at_least, in_range, one_of, positive, validate
 
+# `train.lora_targets` names (`tfbert.train.lora.TARGETS`): projections of each block.
+LORA_TARGETS = ("query", "key", "value", "attention_output", "intermediate", "output")
+
 
 @dataclasses.dataclass
 class TrainConfig:
     """How a task trains; field names are the YAML keys and `--set train.<name>`."""
 
     # None: chosen by data size (`tfbert.train.recipe`): 16 on small data, 32 on large.
+    # With gradient accumulation, the effective batch of one optimizer update.
     batch_size: Optional[int] = at_least(1, None)
+    # N > 1: each update averages the gradients of N micro-batches of
+    # batch_size / N examples (same update as one batch, less memory; Keras'
+    # optimizer accumulation). steps_per_epoch, min_steps and the schedule
+    # count updates.
+    gradient_accumulation_steps: int = at_least(1, 1)
+    # LoRA adapters (`tfbert.train.lora`): the encoder is frozen; rank-r
+    # adapters on `lora_targets` of every block and the task's head train.
+    # With learning_rate unset the recipe takes 10x the full fine-tuning rate.
+    lora_rank: Optional[int] = at_least(1, None)
+    lora_targets: list = dataclasses.field(
+        default_factory=lambda: ["query", "value"],
+        metadata={"check": (lambda v: bool(v) and set(v) <= set(LORA_TARGETS),
+                            f"a non-empty list of {list(LORA_TARGETS)}")})
     eval_batch_size: int = at_least(1, 64)
     # None: chosen by model and data size (`tfbert.train.recipe`), printed
     # before training and stored in results.json.
@@ -56,3 +73,23 @@ class TrainConfig:
 
     def __post_init__(self):
         validate(self)
+        if self.batch_size is not None:
+            self.micro_batch_size  # noqa: B018  (raises when N does not divide the batch)
+
+    @property
+    def micro_batch_size(self):
+        """Examples per forward pass: `batch_size / gradient_accumulation_steps`.
+
+        >>> TrainConfig(batch_size=32, gradient_accumulation_steps=4).micro_batch_size
+        8
+        >>> TrainConfig(batch_size=32, gradient_accumulation_steps=3)
+        Traceback (most recent call last):
+        ValueError: TrainConfig.gradient_accumulation_steps: 3 does not divide batch_size 32 (the effective batch; each micro-batch must be batch_size / gradient_accumulation_steps examples).
+        """
+        n = self.gradient_accumulation_steps
+        if self.batch_size is None or self.batch_size % n:
+            raise ValueError(
+                f"TrainConfig.gradient_accumulation_steps: {n} does not divide batch_size "
+                f"{self.batch_size} (the effective batch; each micro-batch must be "
+                "batch_size / gradient_accumulation_steps examples).")
+        return self.batch_size // n

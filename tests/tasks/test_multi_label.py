@@ -146,3 +146,26 @@ def test_strings_in_tflite_gives_the_same_decisions(trained, tmp_path):
     np.testing.assert_allclose(out["probabilities"], local["probabilities"], atol=1e-5)
     assert out["label_mask"].tolist() == local["label_mask"].tolist()
     assert out["num_labels"].tolist() == local["num_labels"].tolist()
+
+
+def test_long_texts_read_in_windows(trained, tmp_path, make_preprocessor):
+    """`long_text=windows` with multi-label: one row of label probabilities per
+    text (the windows' logits averaged), the same in predict and the export."""
+    from tfbert.export.task_model import load_task_model
+
+    result, _ = trained
+    windows = ClassificationTask(config(seq_length=8, long_text="windows",
+                                        label_list=result.task.label_list))
+    windows.prepare(result.task.preprocessor)
+    texts = [" ".join(["Heavy rain fell before the match and the soup went cold ."] * 6),
+             "Sunny .", ""]
+    spans, inputs = windows.windows({"text": np.array(texts)})
+    assert int(spans["num_windows"][0]) > 3
+    want = windows.predict(result.model, texts)
+    per_window = result.model(inputs).numpy()
+    first = per_window[spans["row"].numpy() == 0].mean(0)
+    np.testing.assert_allclose(want["logits"][0], first, atol=1e-5)
+    served = load_task_model(windows.export(result.model, str(tmp_path / "export"))).signatures[
+        "serving_default"](text=np.array(texts))
+    np.testing.assert_allclose(served["probabilities"].numpy(), want["probabilities"], atol=1e-5)
+    assert served["label_mask"].numpy().tolist() == want["label_mask"].tolist()

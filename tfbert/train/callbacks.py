@@ -81,7 +81,8 @@ class LossSpikeWarning(keras.callbacks.Callback):
     the loss comes back down), records the step in `spikes`, and keeps a copy
     of the newest periodic checkpoint from before the spike as
     `before-spike-<step>.weights.h5` in `checkpoint_dir` (periodic pruning
-    never deletes it): `tools/pretrain.py --export_step=<step>` turns it into
+    never deletes it): `tfbert.tasks.pretrain_experiment.export_step` (the pretraining tool's
+    `--export_step=<step>`) turns it into
     a tfbert checkpoint directory.
 
     Example:
@@ -129,7 +130,7 @@ class LossSpikeWarning(keras.callbacks.Callback):
             while first > 0 and window[first - 1] > bar:
                 first -= 1
             kept = self._keep_checkpoint_before(step - self.recent + first)
-            where = (f"; weights from before it: {kept} (tools/pretrain.py --export_step="
+            where = (f"; weights from before it: {kept} (export with --export_step="
                      f"{_step_of(kept)} makes a tfbert checkpoint of them)" if kept else "")
             self.log(f"Warning: the training loss jumped at step {step}: the last "
                      f"{self.recent} steps average {now:.3f}, against {level:.3f} before"

@@ -1,0 +1,331 @@
+"""Pretraining as `tools/pretrain.py` runs it, as library calls.
+
+`PretrainConfig` is the YAML (data, masking, model, optimization, runtime);
+`run(cfg)` pretrains with `model.fit` (resuming what `model_dir` holds, saving
+every `steps_per_epoch` steps, warning on loss spikes) and writes
+`<model_dir>/pretrained/`, a tfbert checkpoint directory; `export_step`
+turns any saved step into one. The script only parses flags and calls them.
+
+Example:
+>>> cfg = PretrainConfig(train_files="data/*.tfrecord", vocab_file="vocab.txt",
+...                      model_dir="runs/x", num_train_steps=300, steps_per_epoch=100)
+>>> validate(cfg)
+>>> validate(dataclasses.replace(cfg, num_train_steps=250))
+Traceback (most recent call last):
+ValueError: num_train_steps (250) must be a multiple of steps_per_epoch (100), the unit of checkpoint and resume.
+"""
+
+import dataclasses
+import json
+import os
+import time
+
+from tfbert import experiment
+from tfbert.atomic import write_json
+
+MIXED_PRECISION = ("", "float32", "mixed_float16", "mixed_bfloat16")
+
+
+@dataclasses.dataclass
+class PretrainConfig:
+    # --- Data ---
+    train_files: str = ""
+    vocab_file: str = ""  # taken from init_checkpoint when that is set
+    lower_case: bool = True
+    use_nsp: bool = True
+    # nsp | sop (ALBERT's sentence order; same binary head) | none; empty: from use_nsp.
+    next_sentence_task: str = experiment.one_of(("", "nsp", "sop", "none"), "")
+    # Held-out records evaluated after every epoch; empty: <train dir>/eval/ when
+    # it exists; "none": no evaluation.
+    eval_files: str = ""
+    masking_strategy: str = experiment.one_of(("token", "whole_word", "span"), "token")
+    span_boundary_objective: bool = False  # SpanBERT's SBO; needs masking_strategy: span
+    masked_lm_prob: float = experiment.in_range(0.0, 1.0, 0.15, high_open=True)
+    max_predictions_per_seq: int = experiment.at_least(1, 20)
+    dynamic_masking: bool = True  # False: use masks stored by create_pretraining_data
+    shuffle_buffer: int = experiment.at_least(1, 10000)
+    # --- Model ---
+    preset: str = "base"
+    encoder_overrides: dict = dataclasses.field(default_factory=dict)
+    init_checkpoint: str = ""  # a tfbert checkpoint dir (e.g. converted weights)
+    # --- Optimization ---
+    batch_size: int = experiment.at_least(1, 32)  # per optimizer update
+    # N > 1: each update averages N micro-batches of batch_size / N sequences
+    # (Keras' optimizer accumulation); num_train_steps and steps_per_epoch
+    # count updates.
+    gradient_accumulation_steps: int = experiment.at_least(1, 1)
+    num_train_steps: int = experiment.at_least(1, 1000)
+    num_warmup_steps: int = experiment.at_least(0, 100)
+    learning_rate: float = experiment.positive(1e-4)
+    end_learning_rate: float = experiment.at_least(0.0, 0.0)
+    power: float = 1.0
+    optimizer_type: str = experiment.one_of(("adamw", "lamb"), "adamw")
+    weight_decay: float = experiment.at_least(0.0, 0.01)
+    clipnorm: float = 1.0
+    beta_1: float = 0.9
+    beta_2: float = 0.999
+    epsilon: float = 1e-6
+    # --- Runtime ---
+    model_dir: str = ""
+    steps_per_epoch: int = experiment.at_least(1, 100)  # the resume / checkpoint unit
+    checkpoint_every_epochs: int = experiment.at_least(1, 1)
+    keep_checkpoints: int = experiment.at_least(1, 3)
+    mixed_precision: str = experiment.one_of(MIXED_PRECISION, "")
+    jit_compile: bool = True
+    distribution_strategy: str = "off"
+    num_devices: int = 0
+    tpu: str = ""  # TPU name or grpc:// address for distribution_strategy: tpu
+    seed: int = 0
+    tensorboard: bool = True
+    # Warn when the mean loss of 20 steps exceeds (1 + this) x the median of
+    # the 200 steps before; 0 turns the check off.
+    loss_spike_threshold: float = experiment.at_least(0.0, 0.5)
+    verbose: int = experiment.in_range(0, 2, 1)  # 1: progress bar, 2: one line per epoch
+
+    def __post_init__(self):
+        experiment.validate(self)
+
+
+def validate(cfg):
+    """The checks across fields (each field checks itself); one line each."""
+    if not cfg.model_dir:
+        raise ValueError("--model_dir is required.")
+    if not cfg.train_files:
+        raise ValueError("--train_files is required.")
+    if not cfg.vocab_file and not cfg.init_checkpoint:
+        raise ValueError("--vocab_file is required (or --init_checkpoint, whose vocab is used).")
+    if cfg.mixed_precision not in MIXED_PRECISION:
+        raise ValueError(f"mixed_precision must be one of {list(MIXED_PRECISION)}, "
+                         f"got {cfg.mixed_precision!r}.")
+    if cfg.num_train_steps < 1 or cfg.steps_per_epoch < 1 or cfg.batch_size < 1:
+        raise ValueError("num_train_steps, steps_per_epoch and batch_size must be >= 1.")
+    if cfg.span_boundary_objective and (cfg.masking_strategy != "span" or not cfg.dynamic_masking):
+        raise ValueError("span_boundary_objective needs masking_strategy: span with dynamic_masking.")
+    if cfg.next_sentence_task and not cfg.use_nsp and cfg.next_sentence_task != "none":
+        raise ValueError(f"use_nsp=false conflicts with next_sentence_task="
+                         f"{cfg.next_sentence_task}; set one of them.")
+    if cfg.batch_size % cfg.gradient_accumulation_steps:
+        raise ValueError(
+            f"gradient_accumulation_steps ({cfg.gradient_accumulation_steps}) must divide "
+            f"batch_size ({cfg.batch_size}): each micro-batch is batch_size / "
+            "gradient_accumulation_steps sequences.")
+    if cfg.num_train_steps % cfg.steps_per_epoch:
+        raise ValueError(
+            f"num_train_steps ({cfg.num_train_steps}) must be a multiple of "
+            f"steps_per_epoch ({cfg.steps_per_epoch}), the unit of checkpoint and resume."
+        )
+
+
+def build_model(cfg, vocab):
+    """BertPretrainer from init_checkpoint (heads too, when present) or a preset."""
+    from tfbert import BertConfig, BertEncoder
+    from tfbert.data.pretraining import resolve_next_sentence_task
+    from tfbert.models.pretrainer import BertPretrainer
+
+    task = resolve_next_sentence_task(cfg.next_sentence_task, cfg.use_nsp)
+    if cfg.init_checkpoint:
+        model = BertPretrainer.from_checkpoint(
+            cfg.init_checkpoint, use_sbo=cfg.span_boundary_objective,
+            config_overrides=cfg.encoder_overrides or None, next_sentence_task=task,
+        )
+    else:
+        config = BertConfig.from_preset(cfg.preset, **{"vocab_size": vocab.vocab_size,
+                                                      **cfg.encoder_overrides})
+        model = BertPretrainer(BertEncoder(config), use_sbo=cfg.span_boundary_objective,
+                               next_sentence_task=task)
+    if model.config.vocab_size != vocab.vocab_size:
+        raise ValueError(
+            f"The model has vocab_size {model.config.vocab_size} but the vocabulary "
+            f"has {vocab.vocab_size} tokens."
+        )
+    return model
+
+
+def run(cfg, overwrite=False):
+    """Pretrains as `cfg` says (resuming what `cfg.model_dir` holds); returns the
+    summary it writes to `<model_dir>/summary.json` (non-chief workers: the step
+    and weights checksum only). `overwrite`: start fresh in a model_dir that
+    holds another run."""
+    import keras
+    import numpy as np
+
+    from tfbert import checkpoint
+    from tfbert.data.pretraining import pretraining_dataset, resolve_next_sentence_task
+    from tfbert.text.masking import MaskedLMMasker
+    from tfbert.text.vocab import load_vocab
+    from tfbert.train import callbacks as cb
+    from tfbert.train.optimizer import create_optimizer
+    from tfbert.train.multi_worker import is_chief, with_auto_shard
+    from tfbert.train.run_config import claim_model_dir
+    from tfbert.train.strategy import get_strategy, xla_supported
+
+    validate(cfg)
+    # Before anything is resumed: a model_dir holds one run (one config).
+    claim_model_dir(cfg.model_dir, dataclasses.asdict(cfg), overwrite=overwrite,
+                    name="pretrain_config.json", write=is_chief())
+    lower_case = cfg.lower_case
+    vocab_file = cfg.vocab_file
+    if cfg.init_checkpoint:
+        ckpt = checkpoint.read_checkpoint(cfg.init_checkpoint)
+        vocab_file, lower_case = ckpt.vocab_file, ckpt.lower_case
+        del ckpt
+    vocab = load_vocab(vocab_file)
+    keras.utils.set_random_seed(cfg.seed)
+    if cfg.mixed_precision:
+        keras.mixed_precision.set_global_policy(cfg.mixed_precision)
+    strategy = get_strategy(cfg.distribution_strategy, num_devices=cfg.num_devices or None,
+                            tpu=cfg.tpu)
+
+    epochs = cfg.num_train_steps // cfg.steps_per_epoch
+    accumulate = cfg.gradient_accumulation_steps
+    micro_batch = cfg.batch_size // accumulate
+    keras_steps = cfg.steps_per_epoch * accumulate  # micro-batches per epoch
+    initial_epoch, initial_batch = cb.resume_point(cfg.model_dir)
+    masker = None
+    if cfg.dynamic_masking:
+        masker = MaskedLMMasker.from_vocab(
+            vocab, max_predictions=cfg.max_predictions_per_seq,
+            mask_rate=cfg.masked_lm_prob, strategy=cfg.masking_strategy,
+        )
+    task = resolve_next_sentence_task(cfg.next_sentence_task, cfg.use_nsp)
+
+    def make_dataset(skip_batches):
+        dataset = pretraining_dataset(
+            cfg.train_files, micro_batch, masker=masker, seed=cfg.seed,
+            shuffle_buffer=cfg.shuffle_buffer, next_sentence_task=task,
+            skip_batches=skip_batches,
+        )
+        if cfg.distribution_strategy == "multi_worker_mirrored":
+            dataset = with_auto_shard(dataset, "DATA")
+        return dataset
+
+    eval_files = find_eval_files(cfg)
+    eval_dataset = None
+    if eval_files and cfg.distribution_strategy == "multi_worker_mirrored":
+        print("pretrain: no per-epoch evaluation under multi_worker_mirrored.", flush=True)
+    elif eval_files:
+        # The same masks every epoch (fixed seed, no shuffle): scores compare across epochs.
+        eval_dataset = pretraining_dataset(
+            eval_files, micro_batch, masker=masker, seed=cfg.seed + 1, shuffle_buffer=0,
+            repeat=False, next_sentence_task=task, drop_remainder=False,
+        )
+        print(f"pretrain: evaluating {eval_files} after every epoch.", flush=True)
+
+    jit_compile = cfg.jit_compile and xla_supported(strategy)
+    if cfg.jit_compile and not jit_compile:
+        print("pretrain: XLA is off for a multi-replica strategy on CPU devices.", flush=True)
+    with strategy.scope():
+        model = build_model(cfg, vocab)
+        model.compile(
+            optimizer=create_optimizer(
+                cfg.learning_rate, cfg.num_train_steps, cfg.num_warmup_steps,
+                optimizer_type=cfg.optimizer_type, weight_decay=cfg.weight_decay,
+                end_learning_rate=cfg.end_learning_rate, power=cfg.power,
+                clipnorm=cfg.clipnorm or None, beta_1=cfg.beta_1, beta_2=cfg.beta_2,
+                epsilon=cfg.epsilon, gradient_accumulation_steps=accumulate,
+            ),
+            jit_compile=jit_compile,
+        )
+        x, _ = next(iter(make_dataset(0).take(1)))
+        model(x)  # build: BackupAndRestore restores into built variables
+    if initial_epoch or initial_batch:
+        print(f"Resuming at epoch {initial_epoch} "
+              f"(step {initial_epoch * cfg.steps_per_epoch + initial_batch / accumulate:g}).",
+              flush=True)
+
+    callbacks = cb.training_callbacks(
+        cfg.model_dir, checkpoint_every_epochs=cfg.checkpoint_every_epochs,
+        keep_checkpoints=cfg.keep_checkpoints, tensorboard=cfg.tensorboard,
+    )
+    spikes = None
+    if cfg.loss_spike_threshold and is_chief():
+        spikes = cb.LossSpikeWarning(
+            cfg.loss_spike_threshold,
+            checkpoint_dir=os.path.join(cfg.model_dir, cb.CHECKPOINT_DIR),
+            log=lambda message: print(f"pretrain: {message}", flush=True),
+        )
+        callbacks.append(spikes)
+    start = time.time()
+    history = cb.fit_resumable(model, make_dataset, callbacks, epochs, keras_steps,
+                               verbose=cfg.verbose, validation_data=eval_dataset)
+    seconds = time.time() - start
+    step = int(model.optimizer.iterations.numpy())
+    # Equal on every worker of a multi-worker run (replicas stay in sync).
+    checksum = float(sum(np.sum(w.numpy(), dtype=np.float64) for w in model.weights))
+    print(f"Weights checksum at step {step}: {checksum:.12e}")
+    if not is_chief():
+        return {"step": step, "weights_checksum": checksum}
+    out_dir = model.save_checkpoint(
+        os.path.join(cfg.model_dir, "pretrained"), vocab_file, lower_case,
+        source=f"tfbert pretraining, step {step}",
+    )
+    summary = {
+        "step": step,
+        "epochs_run_now": len(history.epoch),
+        "first_epoch_run_now": history.epoch[0] if history.epoch else None,
+        "seconds": seconds,
+        "final_metrics": {k: float(v[-1]) for k, v in history.history.items()},
+        "checkpoint": out_dir,
+        "weights_checksum": checksum,
+        "eval_files": eval_files,
+        "loss_spikes": [{"step": s, "recent_loss": r, "level": lv}
+                        for s, r, lv in (spikes.spikes if spikes else [])],
+    }
+    write_json(os.path.join(cfg.model_dir, "summary.json"), summary)
+    print(f"Done at step {step}; tfbert checkpoint in {out_dir}")
+    return summary
+
+
+def find_eval_files(cfg):
+    """`eval_files`, or the `eval/` split next to the training shards."""
+    from tfbert.data.pretraining import EVAL_DIR, METADATA_FILE, expand_files
+
+    if cfg.eval_files == "none":
+        return ""
+    if cfg.eval_files:
+        expand_files(cfg.eval_files, what="eval file")  # a clear error when missing
+        return cfg.eval_files
+    first = expand_files(cfg.train_files, what="training file")[0]
+    split = os.path.join(os.path.dirname(os.path.abspath(first)), EVAL_DIR)
+    meta = os.path.join(split, METADATA_FILE)
+    if os.path.isfile(meta):
+        with open(meta, encoding="utf-8") as f:
+            if json.load(f).get("instances"):
+                return os.path.join(split, "*.tfrecord")
+    return ""
+
+
+def export_step(model_dir, step, export_dir=None):
+    """Writes the weights saved at `step` (periodic or kept before a loss
+    spike) as a tfbert checkpoint directory; returns its path."""
+    import numpy as np
+
+    from tfbert import checkpoint
+    from tfbert.text.vocab import load_vocab
+    from tfbert.train.callbacks import CHECKPOINT_DIR, find_checkpoint
+
+    config_path = os.path.join(model_dir, "pretrain_config.json")
+    if not os.path.isfile(config_path):
+        raise FileNotFoundError(f"{config_path} is missing: the model_dir must be a "
+                                "pretraining run directory.")
+    with open(config_path, encoding="utf-8") as f:
+        cfg = experiment.from_dict(PretrainConfig, json.load(f), source=config_path)
+    weights = find_checkpoint(os.path.join(model_dir, CHECKPOINT_DIR), step)
+    vocab_file, lower_case = cfg.vocab_file, cfg.lower_case
+    if cfg.init_checkpoint:
+        ckpt = checkpoint.read_checkpoint(cfg.init_checkpoint)
+        vocab_file, lower_case = ckpt.vocab_file, ckpt.lower_case
+    model = build_model(cfg, load_vocab(vocab_file))
+    ids = np.array([[2, 5, 6, 3]], "int32")
+    x = {"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": np.zeros_like(ids),
+         "masked_lm_positions": np.ones([1, cfg.max_predictions_per_seq], "int32")}
+    if cfg.span_boundary_objective:
+        from tfbert.models.pretrainer import SPAN_INPUTS
+
+        x.update({name: np.ones([1, cfg.max_predictions_per_seq], "int32") for name in SPAN_INPUTS})
+    model(x)  # build the variables, then load the saved ones into them
+    model.load_weights(weights)
+    out = export_dir or os.path.join(model_dir, f"pretrained-step-{step}")
+    model.save_checkpoint(out, vocab_file, lower_case, source=f"tfbert pretraining, step {step} ({weights})")
+    print(f"Wrote the weights of step {step} as a tfbert checkpoint directory: {out}")
+    return out

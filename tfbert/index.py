@@ -100,6 +100,15 @@ class VectorIndex:
         index.add(vectors)
         return cls(index, ids, model, ef_search)
 
+    @classmethod
+    def from_shards(cls, directory, model="", **kwargs):
+        """Indexes the embedding shards that `tfbert.beam_embeddings.encode_corpus`
+        wrote (their ids become the `corpus_id`s)."""
+        from tfbert.beam_embeddings import read_embedding_shards
+
+        ids, embeddings = read_embedding_shards(directory)
+        return cls.build(embeddings, ids=ids, model=model, **kwargs)
+
     def search(self, query_embeddings, top_k=10, ef_search=None):
         """`[[{"corpus_id", "score"}]]` per query, best first (cosine)."""
         queries = _unit(query_embeddings, "query embeddings", self.dim)

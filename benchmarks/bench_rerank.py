@@ -11,8 +11,8 @@ other 879 train. Everything starts from all-MiniLM-L6-v2.
 
 1. Mining (once, `tfbert.mining`): the pretrained MiniLM's most similar train
    passages that are not the positive (ranks 0-30, below 0.95 x the positive's
-   score): 3 per query as listwise cross-encoder rows, the hardest as the
-   bi-encoder's (anchor, positive, negative) rows.
+   score): 3 per query as listwise cross-encoder rows (queries with 3), the
+   hardest as the bi-encoder's (anchor, positive, negative) rows.
 2. Per seed, with tfbert's recipe defaults (`finetune`, 10% held out chooses
    the epoch):
    - bi-encoder, in-batch negatives only (`sentence_embedding`, ranking loss);
@@ -60,7 +60,9 @@ def build_data(work, checkpoint, train_rows=None, test_rows=300):
     model = SentenceEncoder.from_pretrained(checkpoint, seq_length=SEQ_LENGTH)
     mined = mine_hard_negatives(train, encoder=model, num_negatives=3, range_max=30,
                                 relative_margin=0.05)
-    write_rows(mined, os.path.join(data, "ce_train.jsonl"), "listwise")
+    # Listwise groups are as large as the fewest negatives a row has: keep full rows.
+    write_rows([m for m in mined if len(m.negatives) == 3],
+               os.path.join(data, "ce_train.jsonl"), "listwise")
     # The bi-encoder's rows: the hardest negative only, one row per query.
     hardest = [dataclasses.replace(m, negatives=m.negatives[:1], scores=m.scores[:1])
                for m in mined]

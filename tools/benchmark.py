@@ -25,11 +25,12 @@ from absl import app, flags
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 BENCHMARKS = ("encoder", "tokenizer", "pretrain", "finetune", "qa", "sentence_embedding",
-              "bucketing", "distill", "pretrain_payoff", "peers", "quality", "latency")
+              "bucketing", "distill", "pretrain_payoff", "peers", "quality", "latency", "index")
 # Not in the default run: peers (needs the bench extra) and quality (about two
 # hours on 2 cores: every task over seeds, tfbert and the transformers reference).
 # latency: serving latency from raw strings against the peers (bench extra).
-SEPARATE = ("peers", "quality", "latency")
+# index: 120,000 passages encoded by MiniLM (~15 min on 2 shared cores) and 4 ANN libraries.
+SEPARATE = ("peers", "quality", "latency", "index")
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("what", [b for b in BENCHMARKS if b not in SEPARATE],

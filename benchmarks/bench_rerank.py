@@ -40,6 +40,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 RERANK_K = 20
 SEQ_LENGTH = 128  # pairs: a summary line and a paragraph (median ~50 wordpieces together)
+# XLA off: on a shared 2-core machine each bucket width's compile of the MiniLM train step
+# took minutes; the numbers are the same without it (the recipe is lr, batch, epochs).
+JIT = os.environ.get("BENCH_RERANK_XLA", "0") == "1"
 
 
 def build_data(work, checkpoint, train_rows=None, test_rows=300):
@@ -84,8 +87,8 @@ def bi_encoder_run(data, checkpoint, seed, work, mined, min_steps=None):
         negative_column="negative" if mined else None, seq_length=SEQ_LENGTH))
     model_dir = os.path.join(work, f"bi_{'mined' if mined else 'inbatch'}_{seed}")
     shutil.rmtree(model_dir, ignore_errors=True)
-    result = finetune(task, TrainConfig(seed=seed, verbose=0, min_steps=min_steps), model_dir,
-                      init_checkpoint=checkpoint)
+    result = finetune(task, TrainConfig(seed=seed, verbose=0, min_steps=min_steps,
+                                        jit_compile=JIT), model_dir, init_checkpoint=checkpoint)
     return result
 
 
@@ -98,8 +101,8 @@ def tfbert_cross_encoder_run(data, checkpoint, seed, work, min_steps=None):
                                  seq_length=SEQ_LENGTH))
     model_dir = os.path.join(work, f"ce_{seed}")
     shutil.rmtree(model_dir, ignore_errors=True)
-    result = finetune(task, TrainConfig(seed=seed, verbose=0, min_steps=min_steps), model_dir,
-                      init_checkpoint=checkpoint)
+    result = finetune(task, TrainConfig(seed=seed, verbose=0, min_steps=min_steps,
+                                        jit_compile=JIT), model_dir, init_checkpoint=checkpoint)
     recipe = {k: result.summary[k] for k in ("learning_rate", "batch_size", "epochs")}
     recipe["best_epoch"] = result.best_epoch
     return model_dir, recipe

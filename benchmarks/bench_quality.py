@@ -42,7 +42,10 @@ Tasks:
 - `embeddings`: (summary line, rest of the paragraph) pairs from standard-library
   docstrings (`docstring_pairs.py`; 300 held out), in-batch negatives, held-out
   recall@1; the reference is sentence-transformers' `MultipleNegativesRankingLoss`
-  (scale 20) on the same recipe.
+  (scale 20) on the same recipe;
+- `rerank`: retrieval with a bi-encoder, + tfbert's cross-encoder rerank, + the
+  sentence-transformers `CrossEncoder` reference, and mined against in-batch
+  negatives (`bench_rerank.py`; its own table: recall@1 and MRR@10).
 
 Each row: mean, sample standard deviation and worst seed of the main
 metric, and for SQuAD how many seeds answer "" to every dev question.
@@ -61,7 +64,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data", "finetune")
 TASK_NAMES = ("squad", "docstrings", "sentiment", "ner", "embeddings", "multilabel",
-              "long_docs", "long_docs_128", "long_docs_512")
+              "long_docs", "long_docs_128", "long_docs_512", "rerank")
 METRIC = {"squad": "f1", "docstrings": "accuracy", "sentiment": "accuracy", "ner": "f1",
           "embeddings": "recall_at_1", "multilabel": "micro_f1", "long_docs": "accuracy",
           "long_docs_128": "accuracy", "long_docs_512": "accuracy"}
@@ -347,6 +350,13 @@ def _stats(values):
 def run(tasks=TASK_NAMES, seeds=(0, 1, 2), work=None, hf_dir=None, reference=True,
         min_steps=None):
     """Runs every task over `seeds`; returns the report lines (Markdown)."""
+    if "rerank" in tasks:  # retrieval + reranking: its own table (benchmarks/bench_rerank.py)
+        from benchmarks import bench_rerank
+
+        rest = [t for t in tasks if t != "rerank"]
+        lines = run(rest, seeds, work, hf_dir, reference, min_steps) if rest else []
+        return lines + [""] + bench_rerank.run(seeds, os.path.join(work or tempfile.mkdtemp(
+            prefix="bench_quality_"), "rerank"), hf_dir, min_steps)
     from tfbert.convert import from_huggingface
 
     if not hf_dir:

@@ -77,3 +77,27 @@ def tf_configs():
                             "task": {"type": "worker", "index": i}}) for i in range(n)]
 
     return make
+
+
+@pytest.fixture(scope="session")
+def minilm_checkpoint(minilm_dir, tmp_path_factory):
+    """all-MiniLM-L6-v2 converted to a tfbert checkpoint (once per session)."""
+    from tfbert.convert import from_huggingface
+
+    return str(from_huggingface(minilm_dir, tmp_path_factory.mktemp("minilm") / "tfbert"))
+
+
+@pytest.fixture(scope="session")
+def minilm_bi_encoder(minilm_checkpoint):
+    """The real MiniLM `SentenceEncoder` (seq_length 64: docstring sentences are short)."""
+    from tfbert import SentenceEncoder
+
+    return SentenceEncoder.from_pretrained(minilm_checkpoint, seq_length=64)
+
+
+@pytest.fixture(scope="session")
+def docstring_rows():
+    """200 real (query, passage) pairs from standard-library docstrings."""
+    from benchmarks.docstring_pairs import docstring_pairs
+
+    return [(q, p) for _, q, p in docstring_pairs()[:200]]

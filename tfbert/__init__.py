@@ -1,15 +1,18 @@
 """tfbert: BERT for TensorFlow/Keras 3, from raw text to a served model.
 
-Top level: `BertConfig`, `BertEncoder`, `BertPreprocessor`, `SentenceEncoder`, and the
+Top level: `BertConfig`, `BertEncoder`, `BertPreprocessor`, `SentenceEncoder`,
+`CrossEncoder`, and the
 converters in `tfbert.convert` (`from_huggingface`, `from_google`).
 """
 
 from tfbert import convert
 from tfbert.config import BertConfig
+from tfbert.cross_encoder import CrossEncoder
 from tfbert.encoder import BertEncoder
 from tfbert.models.sentence_encoder import SentenceEncoder
 from tfbert.text.preprocessor import BertPreprocessor
 
 __version__ = "0.1.0"
 
-__all__ = ["BertConfig", "BertEncoder", "BertPreprocessor", "SentenceEncoder", "convert"]
+__all__ = ["BertConfig", "BertEncoder", "BertPreprocessor", "CrossEncoder", "SentenceEncoder",
+           "convert"]

@@ -6,10 +6,12 @@
                                "lower_case": bool, "source": str,
                                "sentence": {pooling, normalize, max_seq_length,
                                             dense_units, dense_activation} (optional:
-                                            SentenceEncoder settings)}
+                                            SentenceEncoder settings),
+                               "cross_encoder": {max_seq_length} (optional)}
     <dir>/model.safetensors  weights by name: "encoder/<encoder weight name>",
                              and optional heads "mlm/...", "nsp/...",
-                             "sentence_dense/..." (SentenceEncoder dense layer)
+                             "sentence_dense/..." (SentenceEncoder dense layer),
+                             "classifier/..." (CrossEncoder score head)
     <dir>/vocab.txt          WordPiece vocabulary, one token per line
 
 Written to a temporary sibling directory and renamed into place, so a killed
@@ -45,6 +47,7 @@ class Checkpoint:
     weights: dict
     source: str = ""
     sentence: dict = None  # SentenceEncoder settings, when the checkpoint has them
+    cross_encoder: dict = None  # CrossEncoder settings (max_seq_length), when it has them
 
     @property
     def vocab_file(self):
@@ -85,12 +88,13 @@ def assign_weights(variables, weights, source, what):
 
 
 def save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
-                    head_weights=None, source="", sentence=None):
+                    head_weights=None, source="", sentence=None, cross_encoder=None):
     """Writes a checkpoint directory atomically.
 
     `encoder_weights`: `{name: array}` as `BertEncoder.get_named_weights()`.
     `head_weights`: optional `{"mlm": {...}, "nsp": {...}}`.
     `sentence`: optional `SentenceEncoder` settings (pooling, normalize, ...).
+    `cross_encoder`: optional `CrossEncoder` settings (max_seq_length).
     """
     if not os.path.isfile(vocab_file):
         raise FileNotFoundError(f"Vocabulary file not found: {vocab_file}")
@@ -106,6 +110,8 @@ def save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
     }
     if sentence is not None:
         meta["sentence"] = dict(sentence)
+    if cross_encoder is not None:
+        meta["cross_encoder"] = dict(cross_encoder)
     with atomic_dir(out_dir) as tmp:
         with open(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as f:
             json.dump(meta, f, indent=2, sort_keys=True)
@@ -152,11 +158,12 @@ def read_checkpoint(path):
         weights=weights,
         source=meta.get("source", ""),
         sentence=_sentence_section(meta.get("sentence"), config_path),
+        cross_encoder=_sentence_section(meta.get("cross_encoder"), config_path, "cross_encoder"),
     )
 
 
-def _sentence_section(section, config_path):
-    """The optional `sentence` section, checked to be a JSON object."""
+def _sentence_section(section, config_path, name="sentence"):
+    """The optional `sentence` (or `cross_encoder`) section, checked to be a JSON object."""
     if section is not None and not isinstance(section, dict):
-        raise ValueError(f"{config_path}: 'sentence' must be a JSON object, got {section!r}.")
+        raise ValueError(f"{config_path}: {name!r} must be a JSON object, got {section!r}.")
     return section

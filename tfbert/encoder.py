@@ -217,7 +217,7 @@ def _check_inputs(inputs, config):
     ids = checked["input_word_ids"]
     if ref[1] is None and tf.is_tensor(ids) and not isinstance(ids, keras.KerasTensor):
         # Unknown length at trace time: check at run time (XLA drops the assert).
-        tf.debugging.assert_less_equal(
+        check = tf.debugging.assert_less_equal(
             tf.shape(ids)[1],
             config.max_position_embeddings,
             message=(
@@ -225,4 +225,8 @@ def _check_inputs(inputs, config):
                 f"{config.max_position_embeddings}"
             ),
         )
+        # The ids wait for the check: otherwise the position-embedding add may
+        # run first and fail with a shape error instead (seen on a loaded CPU).
+        with tf.control_dependencies([check]):
+            checked["input_word_ids"] = tf.identity(ids)
     return checked

@@ -3,8 +3,9 @@
 Both work chunk by chunk (a `query_chunk x corpus_chunk` block of cosine
 similarities at a time) and keep only the running top k, so memory stays
 flat as the corpus grows: no `N x N` matrix is ever built. For corpora in
-the millions, put the embeddings in an approximate index (FAISS, ScaNN)
-instead; these exact helpers are the reference to check its recall against.
+the millions, put the embeddings in an approximate index
+(`tfbert.index.VectorIndex`, FAISS HNSW) and pass it as the corpus; these
+exact helpers are the reference to check its recall against.
 
 Example:
 >>> corpus = np.array([[1.0, 0.0], [0.0, 1.0], [0.7, 0.7]])
@@ -38,7 +39,12 @@ def _top_k(scores, k):
 def semantic_search(query_embeddings, corpus_embeddings, top_k=10, query_chunk_size=100,
                     corpus_chunk_size=50000):
     """For each query, the `top_k` corpus entries by cosine similarity:
-    a list (per query) of `{"corpus_id": int, "score": float}`, best first."""
+    a list (per query) of `{"corpus_id": int, "score": float}`, best first.
+    `corpus_embeddings` may be a `tfbert.index.VectorIndex` (approximate,
+    for large corpora): it is searched instead, with the same results shape."""
+    if hasattr(corpus_embeddings, "search") and hasattr(corpus_embeddings, "ids"):
+        return corpus_embeddings.search(query_embeddings,
+                                        top_k=min(int(top_k), len(corpus_embeddings)))
     queries = _unit(query_embeddings, "query_embeddings")
     corpus = _unit(corpus_embeddings, "corpus_embeddings")
     if queries.shape[1] != corpus.shape[1]:

@@ -26,12 +26,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 BENCHMARKS = ("encoder", "tokenizer", "pretrain", "finetune", "qa", "sentence_embedding",
               "bucketing", "distill", "pretrain_payoff", "long_text", "peers", "quality",
-              "latency", "accumulation", "lora")
+              "latency", "accumulation", "lora", "index")
 # Not in the default run: peers (needs the bench extra) and quality (about two
 # hours on 2 cores: every task over seeds, tfbert and the transformers reference).
 # latency: serving latency from raw strings against the peers (bench extra).
 # lora: LoRA against full fine-tuning over 3 seeds (about half an hour).
-SEPARATE = ("peers", "quality", "latency", "lora")
+# index: 120,000 passages encoded by MiniLM (~15 min on 2 shared cores) and 4 ANN libraries.
+SEPARATE = ("peers", "quality", "latency", "lora", "index")
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("what", [b for b in BENCHMARKS if b not in SEPARATE],

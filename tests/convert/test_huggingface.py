@@ -305,12 +305,12 @@ def test_missing_extra_and_unknown_layout(hf_pretraining_dir, tmp_path):
     src = copy_dir(hf_pretraining_dir, tmp_path / "hf")
     edit_weights(src, lambda t: {
         **{k: v for k, v in t.items() if k != "bert.encoder.layer.1.output.dense.bias"},
-        "classifier.weight": np.zeros((3, 32), np.float32),
+        "qa_outputs.weight": np.zeros((2, 32), np.float32),
     })
     with pytest.raises(ValueError) as e:
         from_huggingface(src, tmp_path / "out")
     assert "missing weights ['bert.encoder.layer.1.output.dense.bias']" in str(e.value)
-    assert "unexpected weights ['classifier.weight']" in str(e.value)
+    assert "unexpected weights ['qa_outputs.weight']" in str(e.value)
 
     edit_weights(src, lambda t: {k.replace("bert.", "roberta."): v for k, v in t.items()})
     with pytest.raises(ValueError, match="unknown key layout"):

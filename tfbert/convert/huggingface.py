@@ -20,8 +20,12 @@ anything else is an error:
   - `cls.predictions.decoder.weight` is tied to the word embeddings and
     `cls.predictions.decoder.bias` to `cls.predictions.bias`: when present they
     must be equal to them (checked), since tfbert's MLM head ties them too.
-  - Other heads (`classifier.*`, `qa_outputs.*`, ...) are an error: tfbert
-    converts the encoder and the pretraining heads only.
+  - `classifier.weight` / `classifier.bias` of a `BertForSequenceClassification`
+    (e.g. a sentence-transformers cross-encoder, `num_labels=1`) become the
+    `classifier/kernel` (transposed) and `classifier/bias` head, which
+    `tfbert.CrossEncoder` loads.
+  - Other heads (`qa_outputs.*`, ...) are an error: tfbert converts the
+    encoder, the pretraining heads and the sequence-classification head only.
 
 Activation: `hidden_act: gelu` is the exact erf GELU in transformers (tfbert
 `gelu`); `gelu_new`, `gelu_fast` and `gelu_pytorch_tanh` are the tanh
@@ -202,14 +206,39 @@ def read_huggingface_weights(src_dir, config, label="config.json"):
             "(e.g. BertForMaskedLM, add_pooling_layer=False) cannot be converted: tfbert's "
             "encoder always has one."
         )
-    return common.convert_weights(
+    classifier = [n for n in ("classifier.weight", "classifier.bias") if n in reader.names()]
+    weights = common.convert_weights(
         reader,
         huggingface_rules(config, prefix, reader.names()),
         config,
-        skip=[prefix + b for b in BUFFERS],
+        skip=[prefix + b for b in BUFFERS] + classifier,
         tied=_tied_weights(prefix, reader.names()),
         label=f"{reader.label} (config {label})",
     )
+    if classifier:
+        weights.update(_classifier_head(reader, config, f"{reader.label} (config {label})"))
+    return weights
+
+
+def _classifier_head(reader, config, label):
+    """`{"classifier/kernel": [hidden, labels], "classifier/bias": [labels]}`
+    from a `BertForSequenceClassification`'s `classifier.weight` / `.bias`."""
+    names = set(reader.names())
+    if not {"classifier.weight", "classifier.bias"} <= names:
+        raise ValueError(f"{label}: classifier.weight and classifier.bias must both be present.")
+    shape = tuple(reader.shape("classifier.weight"))
+    if len(shape) != 2 or shape[1] != config.hidden_size or \
+            tuple(reader.shape("classifier.bias")) != shape[:1]:
+        raise ValueError(f"{label}: classifier.weight has shape {shape} and classifier.bias "
+                         f"{tuple(reader.shape('classifier.bias'))}; expected [labels, "
+                         f"{config.hidden_size}] and [labels].")
+    head = {}
+    for target, source in (("kernel", "classifier.weight"), ("bias", "classifier.bias")):
+        value = np.asarray(reader.read(source), np.float32)
+        if not np.all(np.isfinite(value)):
+            raise ValueError(f"{label}: weight {source!r} contains NaN or Inf.")
+        head[f"classifier/{target}"] = np.ascontiguousarray(value.T if target == "kernel" else value)
+    return head
 
 
 def config_from_huggingface(hf_config, source="config.json"):

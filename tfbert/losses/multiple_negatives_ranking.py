@@ -29,7 +29,11 @@ class MultipleNegativesRankingLoss(SentenceLoss):
         self.scale = float(scale)
 
     def call(self, inputs, training=False):
-        emb = self.embed(inputs, training=training)
+        return self.scores(self.embed(inputs, training=training))
+
+    def scores(self, emb):
+        """`[B, B or 2B]` scaled cosines from `{column: embeddings}` (what
+        `MatryoshkaLoss` calls on truncated embeddings)."""
         candidates = emb["positive"]
         if "negative" in emb:  # hard negatives: more columns to beat
             candidates = ops.concatenate([candidates, emb["negative"]], axis=0)

@@ -137,8 +137,10 @@ class SentenceEncoder(keras.Model):
         return tf.math.l2_normalize(pooled, axis=-1, epsilon=1e-24) if self.normalize else pooled
 
     def encode(self, texts, batch_size=32, show_progress=None, long_text="truncate",
-               doc_stride=None, doc_overlap=None, max_windows=64):
+               doc_stride=None, doc_overlap=None, max_windows=64, truncate_dim=None):
         """NumPy float32 `[n, dim]` embeddings of a list of strings, in input order.
+        `truncate_dim`: keep the first dims only (Matryoshka; re-normalized
+        when the model normalizes).
 
         Texts are sorted by wordpiece count internally so each batch pads to
         a similar length, and truncated at the preprocessor's `seq_length`
@@ -179,7 +181,7 @@ class SentenceEncoder(keras.Model):
             out[index] = embed(tf.constant([texts[i] for i in index])).numpy()
             if bar is not None:
                 bar.update(end)
-        return out
+        return truncate_embeddings(out, truncate_dim, self)
 
     def token_counts(self, texts, chunk=4096):
         """Wordpieces per text (graph tokenizer, in chunks)."""
@@ -259,6 +261,27 @@ class SentenceEncoder(keras.Model):
         if config.get("preprocessor") is not None:
             config["preprocessor"] = keras.layers.deserialize(config["preprocessor"])
         return cls(**config)
+
+
+def truncate_embeddings(embeddings, truncate_dim, model):
+    """The first `truncate_dim` dims of `[n, dim]` embeddings (NumPy or graph
+    tensors), re-normalized when `model` normalizes; None: unchanged.
+
+    >>> class Model: dim, normalize = 3, True
+    >>> truncate_embeddings(np.array([[3.0, 4.0, 12.0]]), 2, Model()).tolist()
+    [[0.6, 0.8]]
+    """
+    if truncate_dim is None:
+        return embeddings
+    if not 1 <= int(truncate_dim) <= model.dim:
+        raise ValueError(f"truncate_dim must be in [1, {model.dim}] (the embedding size), "
+                         f"got {truncate_dim}.")
+    cut = embeddings[:, :int(truncate_dim)]
+    if not model.normalize:
+        return cut
+    if isinstance(cut, np.ndarray):
+        return cut / np.maximum(np.linalg.norm(cut, axis=1, keepdims=True), 1e-12)
+    return cut / tf.maximum(tf.norm(cut, axis=1, keepdims=True), 1e-12)
 
 
 def check_texts(texts):

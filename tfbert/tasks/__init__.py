@@ -6,13 +6,14 @@ imports below, and nowhere else (no registration by import side effect).
 
 Example:
 >>> sorted(TASKS)[:3]
-['classification', 'feature_extraction', 'frozen_classification']
+['classification', 'cross_encoder', 'feature_extraction']
 >>> get_task("regression").config_class.__name__
 'ClassificationConfig'
 """
 
 from tfbert.tasks.base import Task
 from tfbert.tasks.classification import ClassificationTask, RegressionTask
+from tfbert.tasks.cross_encoder import CrossEncoderTask
 from tfbert.tasks.feature_extraction import FeatureExtractionTask
 from tfbert.tasks.frozen_classification import FrozenClassificationTask
 from tfbert.tasks.question_answering import QuestionAnsweringTask
@@ -27,6 +28,7 @@ TASKS = {task.name: task for task in (
     FeatureExtractionTask,
     QuestionAnsweringTask,
     SentenceEmbeddingTask,
+    CrossEncoderTask,
 )}
 
 

@@ -14,7 +14,9 @@ mrr_at_10; main metric recall_at_1), `spearman` correlates cosine(text,
 text_b) with the dev file's `score_column` (the default for `cosine`).
 
 Export: `serving_default(text)` -> `embedding` float32 `[batch, dim]`
-(normalized when the model normalizes), each batch padded to its longest text.
+(normalized when the model normalizes), each batch padded to its longest text;
+`truncate_dim`: its first dims only. `matryoshka_dims` (ranking loss): trained
+at nested dims (`tfbert.losses.MatryoshkaLoss`) so truncation loses little.
 
 Example:
 >>> task = SentenceEmbeddingTask({"loss": "ranking", "seq_length": 16})
@@ -39,10 +41,10 @@ from tfbert.data.batching import epoch_batches
 from tfbert.experiment import at_least, one_of, validate
 from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
-from tfbert.losses import (CosineSimilarityLoss, MultipleNegativesRankingLoss, SoftmaxLoss,
-                           TripletLoss)
+from tfbert.losses import (CosineSimilarityLoss, MatryoshkaLoss, MultipleNegativesRankingLoss,
+                           SoftmaxLoss, TripletLoss)
 from tfbert.metrics import retrieval
-from tfbert.models.sentence_encoder import SentenceEncoder
+from tfbert.models.sentence_encoder import SentenceEncoder, truncate_embeddings
 from tfbert.tasks.base import Task
 from tfbert.text.packer import trim_to_bucket, trim_to_longest
 from tfbert.text.windows import WINDOW_MODES
@@ -84,6 +86,13 @@ class SentenceEmbeddingConfig:
     doc_stride: Optional[int] = at_least(1, None)  # window step; None: half a window
     doc_overlap: Optional[int] = at_least(0, None)  # or: wordpieces shared by neighbours
     max_windows: int = at_least(1, 64)  # per text; the rest of a longer text is not read
+    # ranking: Matryoshka training at these nested dims (MatryoshkaLoss), with
+    # these weights (default 1 each); e.g. [384, 256, 128, 64].
+    matryoshka_dims: Optional[list] = None
+    matryoshka_weights: Optional[list] = None
+    # The export's embeddings cut to their first truncate_dim dims (re-normalized
+    # when the model normalizes); None: full size.
+    truncate_dim: Optional[int] = at_least(1, None)
 
     def __post_init__(self):
         validate(self)
@@ -117,6 +126,10 @@ class SentenceEmbeddingTask(Task):
                              f"got {c.dev_metric!r}.")
         self.main_metric = "spearman" if self.dev_metric == "spearman" else "recall_at_1"
         self.label_list = [str(l) for l in c.label_list] if c.label_list else None
+        if c.matryoshka_dims is not None and c.loss != "ranking":
+            raise ValueError("task.matryoshka_dims applies to loss=ranking only.")
+        if c.truncate_dim is not None and c.truncate_dim < 1:
+            raise ValueError(f"task.truncate_dim must be >= 1, got {c.truncate_dim}.")
 
     # === Data ===
 
@@ -208,6 +221,8 @@ class SentenceEmbeddingTask(Task):
         c = self.config
         if c.loss == "ranking":
             trainable = MultipleNegativesRankingLoss(model, scale=c.scale)
+            if c.matryoshka_dims is not None:
+                trainable = MatryoshkaLoss(trainable, c.matryoshka_dims, c.matryoshka_weights)
         elif c.loss == "cosine":
             trainable = CosineSimilarityLoss(model)
         elif c.loss == "softmax":
@@ -257,18 +272,21 @@ class SentenceEmbeddingTask(Task):
     def predict(self, model, text, batch_size=32):
         """`{"embedding": [n, dim]}` for raw strings."""
         return {"embedding": model.encode(text, batch_size=batch_size,
+                                          truncate_dim=self.config.truncate_dim,
                                           **self.config.window_options())}
 
     def export(self, model, export_dir, jit_compile=False):
         """SavedModel: `serving_default(text)` -> `embedding`. `jit_compile=True`:
         the model runs under XLA at bucketed shapes (`tfbert.export.compiled_call`;
-        TF Serving needs `--xla_cpu_compilation_enabled=true`)."""
+        TF Serving needs `--xla_cpu_compilation_enabled=true`). `task.truncate_dim`:
+        the first dims only (re-normalized when the model normalizes)."""
         call = compiled_call(model, jit_compile)
+        cut = lambda e: truncate_embeddings(e, self.config.truncate_dim, model)
         return export_task_model(
             export_dir,
-            serve_text=lambda texts: {"embedding": model.embed_text(
-                texts["text"], call, **self.config.window_options())},
-            serve_ids=lambda inputs: {"embedding": call(inputs)},
+            serve_text=lambda texts: {"embedding": cut(model.embed_text(
+                texts["text"], call, **self.config.window_options()))},
+            serve_ids=lambda inputs: {"embedding": cut(call(inputs))},
             text_inputs=("text",),
             track=[model, self.preprocessor],
             warmup_shapes=call.shapes(self.preprocessor.seq_length))

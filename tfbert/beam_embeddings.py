@@ -202,7 +202,7 @@ def encode_corpus(input_file, export_dir, output_dir, runner="DirectRunner",
     to simulate a lossy runner)."""
     _require_beam()
     from tfbert.atomic import atomic_dir
-    from tfbert.data.pretraining_beam import _runner_label
+    from tfbert.data.pretraining_beam import _runner_label, run_to_completion
 
     if int(num_shards) < 1 or int(batch_size) < 1:
         raise ValueError(f"num_shards and batch_size must be >= 1, got {num_shards} and "
@@ -234,13 +234,7 @@ def encode_corpus(input_file, export_dir, output_dir, runner="DirectRunner",
              | "ShardKey" >> beam.Map(lambda row: (row[0] % num_shards, row))
              | "Shard" >> beam.GroupByKey()
              | "Write" >> beam.FlatMap(_write_shard, tmp, num_shards))
-        result = pipeline.run()
-        try:
-            result.wait_until_finish()
-        finally:
-            client = getattr(result, "client", None)  # the DaskRunner's, which it leaves open
-            if client is not None:
-                client.close()
+        run_to_completion(pipeline)
         paths = sorted(glob.glob(os.path.join(tmp, "embeddings-*-of-*.npz")))
         got_ids, embeddings = _read_shards(paths)
         check_ids(ids, got_ids, label)

@@ -411,6 +411,19 @@ def _runner_label(cfg, options):
     return name
 
 
+def run_to_completion(pipeline):
+    """Runs `pipeline` and waits for it; the DaskRunner's client, which the
+    runner leaves open, is closed either way."""
+    result = pipeline.run()
+    try:
+        result.wait_until_finish()
+    finally:
+        client = getattr(result, "client", None)
+        if client is not None:
+            client.close()
+    return result
+
+
 def run_pipeline(cfg, log=print, between=None):
     """Runs the pipeline for a `CreateDataConfig` (`cfg.runner`,
     `cfg.beam_pipeline_options`, `cfg.dask_address`); checks that no stage
@@ -443,13 +456,7 @@ def run_pipeline(cfg, log=print, between=None):
     try:
         pipeline = beam.Pipeline(runner=runner, options=options)
         build_pipeline(pipeline, cfg, files, vocab.tokens, task, work_dir, between)
-        result = pipeline.run()
-        try:
-            result.wait_until_finish()
-        finally:
-            client = getattr(result, "client", None)  # the DaskRunner's, which it leaves open
-            if client is not None:
-                client.close()
+        run_to_completion(pipeline)
         if not tf.io.gfile.exists(f"{work_dir}/{STATS_FILE}"):
             raise DataLossError(f"Beam's {label} lost data: the run's counts never "
                                 "arrived; the output directory was left as it was.")

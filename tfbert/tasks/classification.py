@@ -375,6 +375,15 @@ class ClassificationTask(Task):
             "label": tf.gather(tf.constant(self.label_list), label_id),
         }
 
+    def text_columns(self, text, text_b=None):
+        """`{"text": [...], "text_b": [...]}` of `predict`'s arguments (pairs need `text_b`)."""
+        texts = {"text": list(text)}
+        if self.pairs:
+            if text_b is None:
+                raise ValueError("This task takes sentence pairs: pass text_b.")
+            texts["text_b"] = list(text_b)
+        return texts
+
     def predict_logits(self, model, texts, batch_size=64):
         """NumPy logits `[n, outputs]` of a dict of string lists (`text`,
         `text_b`): one row per text, its windows pooled with `long_text=windows`
@@ -388,12 +397,7 @@ class ClassificationTask(Task):
         """NumPy outputs (`logits`, `probabilities`, `label` as str / `score`) for raw strings.
         With `long_text=windows`, `batch_size` counts windows: a call holds the
         windows of several texts, at most `batch_size` (or one text's)."""
-        texts = {"text": list(text)}
-        if self.pairs:
-            if text_b is None:
-                raise ValueError("This task takes sentence pairs: pass text_b.")
-            texts["text_b"] = list(text_b)
-        logits = self.predict_logits(model, texts, batch_size)
+        logits = self.predict_logits(model, self.text_columns(text, text_b), batch_size)
         out = {k: v.numpy() for k, v in self.outputs(tf.constant(logits)).items()}
         if "label" in out:
             out["label"] = np.array([s.decode() for s in out["label"]])

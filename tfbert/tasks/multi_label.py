@@ -231,12 +231,7 @@ class MultiLabelClassification:
     def predict(self, model, text, text_b=None, batch_size=64):
         """NumPy `probabilities` and `label_mask` `[n, labels]`, and `labels`:
         one list of chosen label strings per text."""
-        texts = {"text": list(text)}
-        if self.pairs:
-            if text_b is None:
-                raise ValueError("This task takes sentence pairs: pass text_b.")
-            texts["text_b"] = list(text_b)
-        logits = self.predict_logits(model, texts, batch_size)
+        logits = self.predict_logits(model, self.text_columns(text, text_b), batch_size)
         out = self.label_outputs(tf.constant(logits), model.label_thresholds)
         result = {k: v.numpy() for k, v in out.items() if k != "labels"}
         result["labels"] = [[s.decode() for s in row[:n]]

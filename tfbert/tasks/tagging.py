@@ -70,6 +70,18 @@ class TaggingConfig:
         validate(self)
 
 
+def piece_labels(word_pieces, word_labels):
+    """int32 ragged `[batch, (pieces)]`: each word's label on its first
+    wordpiece, `IGNORE` on the others (`word_labels` `[batch, (words)]`)."""
+    words = word_pieces.values  # [total words, (pieces)]
+    piece_word = words.value_rowids()
+    first = tf.range(tf.shape(piece_word, out_type=tf.int64)[0]) == tf.gather(
+        words.row_starts(), piece_word)
+    labels = tf.where(first, tf.gather(tf.cast(word_labels.flat_values, tf.int32), piece_word),
+                      IGNORE)
+    return word_pieces.with_flat_values(labels).merge_dims(1, 2)
+
+
 class TaggingTask(Task):
     """Per-word tagging with a dense layer over the sequence output."""
 
@@ -117,13 +129,7 @@ class TaggingTask(Task):
         inputs = self.preprocessor.bert_pack_inputs([word_pieces])
         if word_labels is None:
             return inputs
-        words = word_pieces.values  # [total words, (pieces)]
-        piece_word = words.value_rowids()
-        first = tf.range(tf.shape(piece_word, out_type=tf.int64)[0]) == tf.gather(
-            words.row_starts(), piece_word)
-        labels = tf.where(first, tf.gather(tf.cast(word_labels.flat_values, tf.int32), piece_word),
-                          IGNORE)
-        labels = word_pieces.with_flat_values(labels).merge_dims(1, 2)  # [batch, (pieces)]
+        labels = piece_labels(word_pieces, word_labels)
         # Same layout as the packer: [CLS] pieces (truncated) [SEP] padding.
         seq_length = self.preprocessor.seq_length
         labels = labels[:, : seq_length - 2]
@@ -155,13 +161,7 @@ class TaggingTask(Task):
                                      max_windows_per_text=c.max_windows)
         if word_labels is None:
             return spans, inputs
-        words = word_pieces.values  # [total words, (pieces)]
-        piece_word = words.value_rowids()
-        first = tf.range(tf.shape(piece_word, out_type=tf.int64)[0]) == tf.gather(
-            words.row_starts(), piece_word)
-        labels = tf.where(first, tf.gather(tf.cast(word_labels.flat_values, tf.int32), piece_word),
-                          IGNORE)
-        labels = window_values(pieces.with_values(labels), spans)
+        labels = window_values(piece_labels(word_pieces, word_labels), spans)
         edge = tf.fill([labels.nrows(), 1], IGNORE)
         labels = tf.concat([edge, labels, edge], axis=1)
         return spans, inputs, labels.to_tensor(default_value=IGNORE, shape=[None, c.seq_length])

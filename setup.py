@@ -62,6 +62,8 @@ setup(
                   "faiss-cpu>=1.8", "hnswlib>=0.8", "usearch>=2.0"],
         "test": [
             "pytest>=8",
+            # .ci/run: the default suite on two workers.
+            "pytest-xdist>=3.5",
             # Reference implementations for parity tests only. torch is pinned
             # first so the resolver never pulls a multi-GB CUDA build.
             "torch==2.13.0",

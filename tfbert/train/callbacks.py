@@ -314,7 +314,9 @@ def fit_resumable(model, make_dataset, callbacks, epochs, steps_per_epoch, **fit
             history.history.setdefault(key, []).extend(values)
         # Keras steps (micro-batches under gradient accumulation, where
         # `iterations` counts updates).
-        done_steps = int(getattr(model.optimizer, "_iterations", model.optimizer.iterations))
+        # .numpy(): under MirroredStrategy the counter is a MirroredVariable, which int() refuses.
+        done_steps = int(getattr(model.optimizer, "_iterations",
+                                 model.optimizer.iterations).numpy())
         if backup.preempted and done_steps < epochs * steps_per_epoch:
             raise Preempted(f"preempted (SIGTERM) at step "
                             f"{int(model.optimizer.iterations.numpy())}; state saved in "

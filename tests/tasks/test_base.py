@@ -22,7 +22,8 @@ def test_gradient_accumulation_trains_like_the_full_batch(tmp_path, data_dir):
     runs = {}
     for n in (1, 4):
         train = TrainConfig(epochs=1, steps_per_epoch=3, batch_size=8, seed=1,
-                            gradient_accumulation_steps=n, validation_fraction=0.0,
+                            gradient_accumulation_steps=n, dense_gradients=True,
+                            validation_fraction=0.0,
                             jit_compile=False, tensorboard=False, verbose=0)
         runs[n] = finetune(ClassificationTask(task_config), train, str(tmp_path / str(n)),
                            encoder_config=encoder, vocab_file="tests/data/pretraining/vocab.txt")

@@ -34,7 +34,8 @@ with strategy.scope():
     logits = keras.layers.Dense(2, name="head")(encoder(inputs)["pooled_output"])
     model = keras.Model(inputs, logits)
     model.compile(create_optimizer(1e-3, num_train_steps=6, num_warmup_steps=1,
-                                   gradient_accumulation_steps=accumulate),
+                                   gradient_accumulation_steps=accumulate,
+                                   dense_gradients=True),
                   keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   metrics=["accuracy"])
 rng = np.random.default_rng(1)

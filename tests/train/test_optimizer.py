@@ -44,7 +44,7 @@ def _embedding_model(accumulate, clipnorm=1.0):
     model = keras.Sequential([keras.Input((6,), dtype="int32"), keras.layers.Embedding(20, 4),
                               keras.layers.GlobalAveragePooling1D(), keras.layers.Dense(2)])
     model.compile(create_optimizer(1e-2, num_train_steps=6, num_warmup_steps=2,
-                                   clipnorm=clipnorm,
+                                   clipnorm=clipnorm, dense_gradients=True,
                                    gradient_accumulation_steps=accumulate),
                   keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     rng = np.random.default_rng(1)
@@ -78,7 +78,8 @@ def test_embedding_gradients_are_dense_for_adam():
     variables = []
     for use_embedding in (True, False):
         var = keras.Variable(table, name="embeddings")
-        opt = create_optimizer(1e-2, num_train_steps=10, weight_decay=0.0, clipnorm=None)
+        opt = create_optimizer(1e-2, num_train_steps=10, weight_decay=0.0, clipnorm=None,
+                               dense_gradients=True)
         with tf.GradientTape() as tape:
             rows = (tf.gather(var, ids) if use_embedding else
                     tf.matmul(tf.one_hot(ids, 5), var))

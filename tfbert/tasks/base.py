@@ -148,7 +148,7 @@ class Task:
                 num_warmup_steps=int(train.warmup_fraction * total),
                 optimizer_type=train.optimizer_type, weight_decay=train.weight_decay,
                 clipnorm=train.clipnorm, epsilon=train.adam_epsilon,
-                gradient_accumulation_steps=accumulate)
+                gradient_accumulation_steps=accumulate, dense_gradients=train.dense_gradients)
             trainable = self.build_trainable(model, optimizer, train)
         evaluate = lambda: self.evaluate(model, dev)
         if validation:

@@ -32,6 +32,10 @@ class TrainConfig:
     # optimizer accumulation). steps_per_epoch, min_steps and the schedule
     # count updates.
     gradient_accumulation_steps: int = at_least(1, 1)
+    # Embedding gradients made dense before Adam, as torch's Adam sees them
+    # (Keras' squares a sparse gradient per occurrence of a token). Always so
+    # under accumulation; off otherwise until the recipe's figures are re-measured.
+    dense_gradients: bool = False
     # LoRA adapters (`tfbert.train.lora`): the encoder is frozen; rank-r
     # adapters on `lora_targets` of every block and the task's head train.
     # With learning_rate unset the recipe takes 10x the full fine-tuning rate.

@@ -101,3 +101,16 @@ def docstring_rows():
     from benchmarks.docstring_pairs import docstring_pairs
 
     return [(q, p) for _, q, p in docstring_pairs()[:200]]
+
+
+@pytest.fixture(scope="module")
+def dask_address():
+    """A dask.distributed cluster of 2 worker processes (spawned, so the
+    workers import only what the tasks name) on 127.0.0.1."""
+    distributed = pytest.importorskip("dask.distributed")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       host="127.0.0.1", dashboard_address=":0")
+    try:
+        yield cluster.scheduler_address
+    finally:
+        cluster.close()

@@ -54,17 +54,6 @@ def corpus(tmp_path_factory):
     return str(path), ids, texts
 
 
-@pytest.fixture(scope="module")
-def dask_address():
-    distributed = pytest.importorskip("dask.distributed")
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       host="127.0.0.1", dashboard_address=":0")
-    try:
-        yield cluster.scheduler_address
-    finally:
-        cluster.close()
-
-
 @pytest.mark.parametrize("runner", list(RUNNERS))
 def test_every_text_once_and_equal_to_encode(runner, exported, corpus, tmp_path, request):
     model, export = exported

@@ -214,19 +214,6 @@ def corpora(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def dask_address():
-    """A dask.distributed cluster of 2 worker processes (spawned, so the
-    workers import only what the tasks name) on 127.0.0.1."""
-    distributed = pytest.importorskip("dask.distributed")
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       host="127.0.0.1", dashboard_address=":0")
-    try:
-        yield cluster.scheduler_address
-    finally:
-        cluster.close()
-
-
-@pytest.fixture(scope="module")
 def generate(corpora, tmp_path_factory, request):
     """(corpus name, runner name or "local") -> (output dir, stdout) of one
     run of the tool, each run once per module."""

@@ -39,6 +39,18 @@ def test_reads_lists_separators_and_empty_label_sets(tmp_path, make_preprocessor
     assert task.read(str(path))[1].tolist() == [[1.0, 1.0], [0.0, 0.0]]
 
 
+def test_each_logit_starts_at_its_labels_log_odds(make_preprocessor):
+    from tfbert.encoder import BertEncoder
+
+    task = ClassificationTask(config()).prepare(make_preprocessor(32))
+    model = task.build_model(BertEncoder(BertConfig.from_preset("tiny", vocab_size=1931)))
+    targets = task.read(task.config.train_file)[1]
+    prior = (targets.sum(0) + 1) / (len(targets) + 2)
+    bias = model.get_layer("logits").bias.numpy()
+    np.testing.assert_allclose(bias, np.log(prior / (1 - prior)), rtol=1e-6)
+    assert len(set(np.round(bias, 4))) > 1  # the labels' frequencies differ in this file
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """A tiny encoder fine-tuned for 2 short epochs; the dev TSV is also the

@@ -123,9 +123,17 @@ class MultiLabelClassification:
     # === Model, loss, metrics ===
 
     def build_model(self, encoder):
-        """The classification head with one logit per label, and the
-        thresholds as a non-trainable variable (saved with the weights)."""
+        """The classification head with one logit per label (its bias at the
+        labels' log-odds in the training file), and the thresholds as a
+        non-trainable variable (saved with the weights)."""
         model = super().build_model(encoder)
+        if self.config.train_file:
+            # Each logit starts at its label's log-odds in the training file: with
+            # sparse labels a zero bias (p = 0.5) spends the first epochs learning
+            # the priors before any text is read.
+            targets = self.read(self.config.train_file)[1]
+            prior = (targets.sum(0) + 1) / (len(targets) + 2)  # Laplace: no 0 or 1
+            model.get_layer("logits").bias.assign(np.log(prior / (1 - prior)).astype(np.float32))
         start = self.config.threshold or DEFAULT_THRESHOLD
         model.label_thresholds = keras.Variable(
             np.full(len(self.label_list), start, np.float32), trainable=False,

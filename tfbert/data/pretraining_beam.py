@@ -134,11 +134,11 @@ class _Tokenize(_DoFn):
             from tfbert.text.tokenizer import BertTokenizer
 
             self._tokenizer = BertTokenizer(vocabulary=self.vocabulary, lower_case=self.lower_case)
-            self._tokenize = local._sentence_tokenizer(self._tokenizer)
+            self._tokenize = local.sentence_tokenizer(self._tokenizer)
         file_index, first, documents = batch
         stats = collections.Counter()
         kept = []
-        tokenized = local._tokenize_documents(self._tokenize, documents)
+        tokenized = local.tokenize_documents(self._tokenize, documents)
         for j, (text, document) in enumerate(zip(documents, tokenized)):
             stats["sentences_without_tokens"] += len(text) - len(document)
             if not document:

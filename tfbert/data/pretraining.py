@@ -1,10 +1,19 @@
 """Pretraining data: text documents -> NSP/SOP/MLM instances -> TFRecords -> `tf.data`.
 
-Corpus format (google-research/bert's): UTF-8 text files, one sentence per
-line, a blank line between documents.
+One pipeline, two runners. The steps every run shares are here
+(`write_shards`): the settings check, a temporary directory inside the
+output directory, the document-count and no-instance errors, moving the
+shards into place, removing an earlier run's shards, the metadata and the
+final log line. A runner only writes the shards into the temporary
+directory and counts: the local writer below (`write_pretraining_data`), or
+Apache Beam (`tfbert.data.pretraining_beam`) for corpora beyond one machine.
+The jobs they share have their own modules: reading the corpus
+(`pretraining_documents`), building instances (`pretraining_instances`), the
+record format (`pretraining_records`) and the `tf.data` reader
+(`pretraining_dataset`).
 
-`write_pretraining_data` makes shards whose order does not depend on the
-order of the corpus, with memory bounded by a bucket, not by the corpus:
+The local writer makes shards whose order does not depend on the order of
+the corpus, with memory bounded by a bucket, not by the corpus:
 
 1. tokenize the documents (`buffer_documents` at a time) into a temporary
    file, keeping a uniform reservoir sample of `random_next_pool` documents
@@ -19,57 +28,144 @@ stretch of every shard is too. A corpus in file order (one source, then
 another) still gives mixed training batches. The output is the same for the
 same inputs and seed. With `eval_fraction`, that share of the documents goes
 to `<output_dir>/eval/` (same format), for the trainer's held-out evaluation.
-
-The shards are `pretrain-<i>-of-<n>.tfrecord` plus `pretraining_data.json`
-(sequence length, next-sentence task, masking, counts), which the reader checks.
-
-`pretraining_dataset` reads the shards into `(features, targets)` batches for
-`BertPretrainer.fit`, interleaving all shards one record at a time and masking
-each batch with a seed derived from `(seed, batch index)` (dynamic masking: a
-new mask every epoch; the same masks again after a resume).
 """
 
-import glob
+import dataclasses
 import math
-import os
 import random
-import shutil
 import struct
-import tempfile
+import uuid
 
 import numpy as np
 import tensorflow as tf
 
 from tfbert.atomic import write_json
-from tfbert.data.pretraining_dataset import pretraining_dataset, read_metadata  # noqa: F401
-from tfbert.data.pretraining_documents import (  # noqa: F401
+from tfbert.data.pretraining_dataset import pretraining_dataset, read_metadata
+from tfbert.data.pretraining_documents import (
     batches, decode_document, documents_from_lines, encode_document, expand_files,
     read_documents, sentence_tokenizer, tokenize_documents)
-from tfbert.data.pretraining_instances import (  # noqa: F401
-    NEXT_SENTENCE_TASKS, InstanceBuilder, RandomDocumentPool, decode_instance, encode_instance,
-    resolve_next_sentence_task)
-from tfbert.data.pretraining_records import (  # noqa: F401
-    EVAL_DIR, METADATA_FILE, SHARD_PATTERN, data_metadata, empty_stats, pack_instance,
-    serialize_instances)
+from tfbert.data.pretraining_instances import (
+    NEXT_SENTENCE_TASKS, InstanceBuilder, NoOtherDocumentError, RandomDocumentPool,
+    decode_instance, encode_instance, resolve_next_sentence_task)
+from tfbert.data.pretraining_records import (
+    EVAL_DIR, METADATA_FILE, SHARD_PATTERN, RecordFormat, empty_stats, serialize_instances)
+
+# What callers import from here (tools, tests, docs); the rest is in the job modules.
+__all__ = [
+    "EVAL_DIR", "METADATA_FILE", "NEXT_SENTENCE_TASKS", "SHARD_PATTERN", "InstanceBuilder",
+    "RecordFormat", "RunCounts", "check_settings", "documents_from_lines", "expand_files",
+    "pretraining_dataset", "read_documents", "read_metadata", "resolve_next_sentence_task",
+    "write_pretraining_data", "write_shards",
+]
+SPLITS = ("train", "eval")
 
 
-def _write_record(f, array):
-    data = array.tobytes()
-    f.write(struct.pack("<I", len(data)))
-    f.write(data)
+# -- What every runner shares -----------------------------------------------
+def check_settings(dupe_factor, num_shards, buffer_documents, eval_fraction,
+                   bucket_instances=1):
+    """One-line errors for settings no runner can use."""
+    for name, value in (("dupe_factor", dupe_factor), ("num_shards", num_shards),
+                        ("buffer_documents", buffer_documents),
+                        ("bucket_instances", bucket_instances)):
+        if value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}.")
+    if not 0.0 <= eval_fraction < 1.0:
+        raise ValueError(f"eval_fraction must be in [0, 1), got {eval_fraction}.")
 
 
-def _read_records(path):
-    with open(path, "rb") as f:
-        while True:
-            head = f.read(4)
-            if not head:
-                return
-            (size,) = struct.unpack("<I", head)
-            yield np.frombuffer(f.read(size), np.int32)
+@dataclasses.dataclass
+class RunCounts:
+    """What a runner reports of its run. `stats`: split -> `empty_stats()`
+    counts of what it wrote; `unpaired_documents`: NSP documents that found
+    no other document to draw a random "next" segment from; `metadata`: what
+    the runner adds to `pretraining_data.json`."""
+
+    stats: dict
+    unpaired_documents: int = 0
+    metadata: dict = dataclasses.field(default_factory=dict)
 
 
-# -- Writing ----------------------------------------------------------------
+def write_shards(write, input_files, output_dir, record_format, num_shards, log=print,
+                 runner_note=""):
+    """Runs a runner and publishes what it wrote; returns the train split's metadata.
+
+    `write(work_dir)` writes the train shards (`SHARD_PATTERN` of `num_shards`)
+    into `work_dir` and the eval shard into `work_dir/eval/`, and returns
+    `RunCounts`. `work_dir` is inside `output_dir` (a local path or a URL
+    such as gs://...), so the shards are renamed into place; nothing in
+    `output_dir` changes when the runner or a check fails.
+    `runner_note`: what the final log line says of the runner.
+    """
+    directory = output_dir.rstrip("/") or "/"
+    work_dir = f"{directory}/.tmp-pretraining-{uuid.uuid4().hex[:8]}"
+    tf.io.gfile.makedirs(f"{work_dir}/{EVAL_DIR}")
+    try:
+        counts = write(work_dir)
+        stats = counts.stats
+        documents = sum(stats[s]["documents"] for s in SPLITS)
+        if record_format.next_sentence_task == "nsp" and (documents == 1
+                                                          or counts.unpaired_documents):
+            raise ValueError(
+                f"{input_files}: next-sentence pairs need at least 2 documents (blank line "
+                f"between documents); the corpus has {documents} "
+                f"({stats['train']['documents']} for training). Add documents or set "
+                "next_sentence_task to sop or none."
+            )
+        if stats["train"]["instances"] == 0:
+            raise ValueError(
+                f"The corpus {input_files} gave no pretraining instances: it is empty or "
+                "has no tokens (one sentence per line, blank line between documents)."
+            )
+        metadata = _publish(work_dir, directory, counts, record_format, num_shards)
+    finally:
+        if tf.io.gfile.exists(work_dir):
+            tf.io.gfile.rmtree(work_dir)
+    train, held_out = stats["train"], stats["eval"]["instances"]
+    pair = {"nsp": "random-next", "sop": "swapped", "none": "no pair label"}
+    log(f"Wrote {train['instances']} instances from {train['documents']} documents "
+        f"({train['random_next']} {pair[record_format.next_sentence_task]}) to {num_shards} "
+        f"shard(s) in {output_dir}{runner_note}"
+        + (f"; {held_out} held out in {EVAL_DIR}/." if held_out else "."))
+    return metadata
+
+
+def _publish(work_dir, output_dir, counts, record_format, num_shards):
+    """Moves the shards from `work_dir` into place and writes the metadata."""
+    stats, eval_instances = counts.stats, counts.stats["eval"]["instances"]
+    metadata = None
+    for split, directory, shards in (("train", output_dir, num_shards),
+                                     ("eval", f"{output_dir}/{EVAL_DIR}", 1)):
+        if split == "eval" and not stats[split]["documents"]:
+            # An earlier run's held-out split would be evaluated as this one's.
+            _remove_stale_shards(directory, [])
+            if tf.io.gfile.exists(f"{directory}/{METADATA_FILE}"):
+                tf.io.gfile.remove(f"{directory}/{METADATA_FILE}")
+            continue
+        tf.io.gfile.makedirs(directory)
+        names = [SHARD_PATTERN.format(i, shards) for i in range(shards)]
+        source = work_dir if split == "train" else f"{work_dir}/{EVAL_DIR}"
+        for name in names:
+            if not tf.io.gfile.exists(f"{source}/{name}"):  # no instance drew this shard
+                tf.io.TFRecordWriter(f"{source}/{name}").close()
+            tf.io.gfile.rename(f"{source}/{name}", f"{directory}/{name}", overwrite=True)
+        _remove_stale_shards(directory, names)
+        meta = record_format.metadata(names, stats[split], split=split, **counts.metadata)
+        if split == "train":
+            metadata = meta
+            if eval_instances:
+                meta["eval_instances"] = eval_instances
+        write_json(f"{directory}/{METADATA_FILE}", meta)
+    return metadata
+
+
+def _remove_stale_shards(directory, names):
+    """Shards of an earlier run with another shard count would be read too."""
+    for path in tf.io.gfile.glob(f"{directory}/pretrain-*-of-*.tfrecord"):
+        if path.rsplit("/", 1)[-1] not in names:
+            tf.io.gfile.remove(path)
+
+
+# -- The local runner -------------------------------------------------------
 def write_pretraining_data(
     input_files,
     output_dir,
@@ -99,24 +195,19 @@ def write_pretraining_data(
     the shuffle). `eval_fraction`: share of the documents held out to
     `<output_dir>/eval/`. The output is the same for the same inputs and seed.
     """
-    if dupe_factor < 1 or num_shards < 1 or buffer_documents < 1 or bucket_instances < 1:
-        raise ValueError("dupe_factor, num_shards, buffer_documents and bucket_instances "
-                         "must be >= 1.")
-    if not 0.0 <= eval_fraction < 1.0:
-        raise ValueError(f"eval_fraction must be in [0, 1), got {eval_fraction}.")
+    check_settings(dupe_factor, num_shards, buffer_documents, eval_fraction, bucket_instances)
     task = resolve_next_sentence_task(next_sentence_task, use_nsp)
     vocab = tokenizer.vocab
     rng = random.Random(seed)
     builder = InstanceBuilder(max_seq_length, short_seq_prob, rng=rng, next_sentence_task=task)
     pool = RandomDocumentPool(random_next_pool, rng)
     tokenize = sentence_tokenizer(tokenizer)
-    os.makedirs(output_dir, exist_ok=True)
-    work = tempfile.mkdtemp(prefix=".tmp-pretraining-", dir=output_dir)
-    try:
+
+    def write(work):
         # 1. Tokenize into a document store; sample the random-next pool.
-        store = os.path.join(work, "documents.bin")
-        counts = {"train": empty_stats(), "eval": empty_stats()}
-        total_tokens = {"train": 0, "eval": 0}
+        store = f"{work}/documents.bin"
+        counts = {s: empty_stats() for s in SPLITS}
+        total_tokens = {s: 0 for s in SPLITS}
         with open(store, "wb") as f:
             doc_id = 0
             for buffer in batches(read_documents(input_files), buffer_documents):
@@ -132,26 +223,27 @@ def write_pretraining_data(
                     counts[split]["sentences"] += len(document)
                     total_tokens[split] += sum(len(s) for s in document)
                     doc_id += 1
-        if task == "nsp" and counts["train"]["documents"] + counts["eval"]["documents"] == 1:
-            raise ValueError(
-                f"{input_files}: next-sentence pairs need at least 2 documents (blank "
-                "line between documents); the corpus has 1. Add documents or set use_nsp=false."
-            )
 
         # 2. Instances, scattered into random buckets.
         def num_buckets(tokens):
             estimate = tokens * dupe_factor / max(1.0, 0.8 * (max_seq_length - 3))
             return max(1, math.ceil(estimate / bucket_instances))
 
-        buckets = {s: [os.path.join(work, f"{s}-{i}.bin") for i in range(num_buckets(total_tokens[s]))]
-                   for s in ("train", "eval")}
+        buckets = {s: [f"{work}/{s}-{i}.bin" for i in range(num_buckets(total_tokens[s]))]
+                   for s in SPLITS}
         files = {s: [open(p, "wb") for p in paths] for s, paths in buckets.items()}
+        unpaired = 0
         try:
             for _ in range(dupe_factor):
                 for record in _read_records(store):
                     doc_id, is_eval, document = int(record[0]), bool(record[1]), decode_document(record[2:])
                     split = "eval" if is_eval else "train"
-                    for a, b, label in builder.instances(document, lambda: pool.draw(doc_id)):
+                    try:
+                        instances = builder.instances(document, lambda: pool.draw(doc_id))
+                    except NoOtherDocumentError:  # write_shards says so
+                        unpaired += 1
+                        continue
+                    for a, b, label in instances:
                         bucket = files[split][rng.randrange(len(files[split]))]
                         _write_record(bucket, encode_instance(a, b, label))
         finally:
@@ -160,24 +252,17 @@ def write_pretraining_data(
 
         # 3. Each bucket shuffled in memory and dealt into the shards.
         mask_seed = rng.randint(0, 2**31 - 1)
-        metadata = None
-        for split, directory, shards in (("train", output_dir, num_shards),
-                                         ("eval", os.path.join(output_dir, EVAL_DIR), 1)):
+        for split, directory, shards in (("train", work, num_shards),
+                                         ("eval", f"{work}/{EVAL_DIR}", 1)):
             stats = counts[split]
             if split == "eval" and not stats["documents"]:
-                # An earlier run's held-out split would be evaluated as this one's.
-                _remove_stale_shards(directory, [])
-                if os.path.isfile(os.path.join(directory, METADATA_FILE)):
-                    os.remove(os.path.join(directory, METADATA_FILE))
                 continue
-            os.makedirs(directory, exist_ok=True)
-            names = [SHARD_PATTERN.format(i, shards) for i in range(shards)]
-            tmp_paths = [os.path.join(work, f"{split}-{n}") for n in names]
-            writers = [tf.io.TFRecordWriter(p) for p in tmp_paths]
+            writers = [tf.io.TFRecordWriter(f"{directory}/{SHARD_PATTERN.format(i, shards)}")
+                       for i in range(shards)]
             try:
                 for path in buckets[split]:
                     instances = [decode_instance(r) for r in _read_records(path)]
-                    os.remove(path)
+                    tf.io.gfile.remove(path)
                     rng.shuffle(instances)
                     for start in range(0, len(instances), 1024):
                         first = stats["instances"]
@@ -189,35 +274,27 @@ def write_pretraining_data(
             finally:
                 for w in writers:
                     w.close()
-            if split == "train" and stats["instances"] == 0:
-                raise ValueError(
-                    f"The corpus {input_files} gave no pretraining instances: it is empty or "
-                    "has no tokens (one sentence per line, blank line between documents)."
-                )
-            for tmp, name in zip(tmp_paths, names):
-                os.replace(tmp, os.path.join(directory, name))
-            _remove_stale_shards(directory, names)
-            meta = data_metadata(max_seq_length, task, masker, vocab.vocab_size, seed, names,
-                                 stats, split=split)
-            if split == "train":
-                metadata = meta
-            write_json(os.path.join(directory, METADATA_FILE), meta)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    if counts["eval"]["instances"]:
-        metadata["eval_instances"] = counts["eval"]["instances"]
-        write_json(os.path.join(output_dir, METADATA_FILE), metadata)
-    stats = counts["train"]
-    held_out = (f"; {counts['eval']['instances']} held out in {EVAL_DIR}/"
-                if counts["eval"]["instances"] else "")
-    label = {"nsp": "random-next", "sop": "swapped", "none": "no pair label"}[task]
-    log(f"Wrote {stats['instances']} instances from {stats['documents']} documents "
-        f"({stats['random_next']} {label}) to {num_shards} shard(s) in {output_dir}{held_out}.")
-    return metadata
+        return RunCounts(counts, unpaired_documents=unpaired)
+
+    record_format = RecordFormat(max_seq_length, task,
+                                 masker.max_predictions if masker is not None else None,
+                                 vocab.vocab_size, seed)
+    return write_shards(write, input_files, output_dir, record_format, num_shards, log)
 
 
-def _remove_stale_shards(directory, names):
-    """Shards of an earlier run with another shard count would be read too."""
-    for path in glob.glob(os.path.join(directory, "pretrain-*-of-*.tfrecord")):
-        if os.path.basename(path) not in names:
-            os.remove(path)
+def _write_record(f, array):
+    """The local runner's temporary files: records of int32 arrays, each
+    after its byte length."""
+    data = array.tobytes()
+    f.write(struct.pack("<I", len(data)))
+    f.write(data)
+
+
+def _read_records(path):
+    with open(path, "rb") as f:
+        while True:
+            head = f.read(4)
+            if not head:
+                return
+            (size,) = struct.unpack("<I", head)
+            yield np.frombuffer(f.read(size), np.int32)

@@ -36,6 +36,15 @@ def resolve_next_sentence_task(next_sentence_task=None, use_nsp=True):
 
 
 
+class NoOtherDocumentError(ValueError):
+    """NSP needs a random "next" segment from another document, and there is none."""
+
+    def __init__(self):
+        super().__init__("Next-sentence pairs need at least 2 documents (blank line between "
+                         "documents); the corpus has 1. Add documents or set "
+                         "next_sentence_task to sop or none.")
+
+
 class InstanceBuilder:
     """Turns tokenized documents into pretraining instances (google-research/
     bert's `create_instances_from_document`, plus SOP and MLM-only modes).
@@ -172,10 +181,7 @@ class InstanceBuilder:
 
     def _random_other(self, num_documents, index):
         if num_documents < 2:
-            raise ValueError(
-                "Next-sentence pairs need at least 2 documents (blank line between "
-                "documents); the corpus has 1. Add documents or set use_nsp=false."
-            )
+            raise NoOtherDocumentError()
         other = self.rng.randint(0, num_documents - 2)
         return other + 1 if other >= index else other
 
@@ -191,10 +197,7 @@ class InstanceBuilder:
 def random_document_or_error(random_document):
     document = random_document()
     if not document:
-        raise ValueError(
-            "Next-sentence pairs need at least 2 documents (blank line between "
-            "documents); the corpus has 1. Add documents or set use_nsp=false."
-        )
+        raise NoOtherDocumentError()
     return document
 
 

@@ -6,6 +6,9 @@ A directory holds `pretrain-<i>-of-<n>.tfrecord` and `pretraining_data.json`
 held-out documents' shard and metadata are in its `eval/` subdirectory.
 """
 
+import dataclasses
+from typing import Optional
+
 import numpy as np
 import tensorflow as tf
 
@@ -73,17 +76,28 @@ def empty_stats():
             "tokens": 0, "masked": 0}
 
 
-def data_metadata(max_seq_length, task, masker, vocab_size, seed, names, stats, **extra):
-    """The `pretraining_data.json` contents (shared by the local and Beam writers)."""
-    return {
-        "max_seq_length": max_seq_length,
-        "use_nsp": task != "none",  # the records carry a pair label
-        "next_sentence_task": task,
-        "static_masking": masker is not None,
-        "max_predictions": masker.max_predictions if masker is not None else None,
-        "vocab_size": vocab_size,
-        "seed": seed,
-        "files": names,
-        **stats,
-        **extra,
-    }
+@dataclasses.dataclass(frozen=True)
+class RecordFormat:
+    """What `pretraining_data.json` says of the records, whichever runner
+    wrote them. `max_predictions`: None without static masking."""
+
+    max_seq_length: int
+    next_sentence_task: str
+    max_predictions: Optional[int]
+    vocab_size: int
+    seed: int
+
+    def metadata(self, names, stats, **extra):
+        """The `pretraining_data.json` of shards `names` with counts `stats`."""
+        return {
+            "max_seq_length": self.max_seq_length,
+            "use_nsp": self.next_sentence_task != "none",  # the records carry a pair label
+            "next_sentence_task": self.next_sentence_task,
+            "static_masking": self.max_predictions is not None,
+            "max_predictions": self.max_predictions,
+            "vocab_size": self.vocab_size,
+            "seed": self.seed,
+            "files": names,
+            **stats,
+            **extra,
+        }

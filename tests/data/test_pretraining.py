@@ -89,6 +89,21 @@ def test_output_is_deterministic_for_a_seed(small_corpus, tokenizer, tmp_path):
     assert digest(tmp_path / "a", 1) != digest(tmp_path / "c", 2)
 
 
+def test_two_processes_write_the_same_bytes(small_corpus, tmp_path, run_python):
+    """Protocol buffers order a map's entries differently in every process
+    unless asked not to: the shards are the same bytes, not only the same examples."""
+    source = f"""
+import hashlib, tempfile
+from tfbert.data.pretraining import write_pretraining_data
+from tfbert.text.tokenizer import BertTokenizer
+out = tempfile.mkdtemp(dir={str(tmp_path)!r})
+write_pretraining_data({small_corpus!r}, out, BertTokenizer(vocab_file={str(VOCAB)!r}),
+                       max_seq_length=32, log=lambda *_: None)
+print(hashlib.sha256(open(out + "/pretrain-00000-of-00001.tfrecord", "rb").read()).hexdigest())
+"""
+    assert run_python(source) == run_python(source)
+
+
 def test_mlm_only_fills_segments_from_contiguous_text_and_splits_long_lines():
     docs = [[list(range(1, 200))]]  # one line far longer than max_seq_length
     builder = InstanceBuilder(max_seq_length=32, short_seq_prob=0.0, use_nsp=False)

@@ -43,7 +43,7 @@ def _example(features):
                 for k, v in features.items()
             }
         )
-    ).SerializeToString()
+    ).SerializeToString(deterministic=True)  # map order: same bytes in every process
 
 
 def serialize_instances(instances, max_seq_length, vocab, masker=None, mask_seed=None,

@@ -51,9 +51,9 @@ class CreateDataConfig:
     dupe_factor: int = 1
     num_shards: int = 1
     seed: int = 12345
-    use_nsp: bool = True
-    # nsp | sop (ALBERT's sentence order) | none; empty: from use_nsp.
+    # nsp (the default when empty) | sop (ALBERT's sentence order) | none (MLM only).
     next_sentence_task: str = ""
+    use_nsp: bool = True  # deprecated: false is next_sentence_task=none
     static_masking: bool = False
     masking_strategy: str = "token"
     masked_lm_prob: float = 0.15
@@ -86,7 +86,7 @@ def config_from_flags():
 
 
 def run(cfg):
-    from tfbert.data.pretraining import write_pretraining_data
+    from tfbert.data.pretraining import next_sentence_task_or_use_nsp, write_pretraining_data
     from tfbert.text.masking import MaskedLMMasker
     from tfbert.text.tokenizer import BertTokenizer
 
@@ -117,10 +117,10 @@ def run(cfg):
         dupe_factor=cfg.dupe_factor,
         num_shards=cfg.num_shards,
         seed=cfg.seed,
-        use_nsp=cfg.use_nsp,
         masker=masker,
         buffer_documents=cfg.buffer_documents,
-        next_sentence_task=cfg.next_sentence_task or None,
+        next_sentence_task=next_sentence_task_or_use_nsp(cfg.next_sentence_task or None,
+                                                         None if cfg.use_nsp else False),
         random_next_pool=cfg.random_next_pool,
         bucket_instances=cfg.bucket_instances,
         eval_fraction=cfg.eval_fraction,

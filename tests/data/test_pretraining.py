@@ -288,3 +288,18 @@ def test_eval_split_holds_out_whole_documents(small_corpus, tokenizer, tmp_path)
     write_pretraining_data(small_corpus, str(tmp_path), tokenizer, max_seq_length=64,
                            eval_fraction=0.0, log=lambda *_: None)
     assert not list((tmp_path / "eval").iterdir())
+
+
+def test_use_nsp_is_a_deprecated_alias_of_next_sentence_task_that_warns_once():
+    import warnings
+
+    from tfbert.data import pretraining_instances
+
+    pretraining_instances._WARNED.clear()
+    with pytest.warns(FutureWarning, match="use_nsp is deprecated: set next_sentence_task"):
+        assert InstanceBuilder(32, use_nsp=False).task == "none"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once a process: no second warning
+        assert InstanceBuilder(32, use_nsp=False).task == "none"
+        assert InstanceBuilder(32, use_nsp=True).task == "nsp"
+        assert InstanceBuilder(32, next_sentence_task="sop").task == "sop"

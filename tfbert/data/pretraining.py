@@ -46,7 +46,8 @@ from tfbert.data.pretraining_documents import (
     read_documents, sentence_tokenizer, tokenize_documents)
 from tfbert.data.pretraining_instances import (
     NEXT_SENTENCE_TASKS, InstanceBuilder, NoOtherDocumentError, RandomDocumentPool,
-    decode_instance, encode_instance, resolve_next_sentence_task)
+    decode_instance, encode_instance, next_sentence_task_or_use_nsp,
+    resolve_next_sentence_task)
 from tfbert.data.pretraining_records import (
     EVAL_DIR, METADATA_FILE, SHARD_PATTERN, RecordFormat, empty_stats, serialize_instances)
 
@@ -54,7 +55,8 @@ from tfbert.data.pretraining_records import (
 __all__ = [
     "EVAL_DIR", "METADATA_FILE", "NEXT_SENTENCE_TASKS", "SHARD_PATTERN", "InstanceBuilder",
     "RecordFormat", "RunCounts", "check_settings", "documents_from_lines", "expand_files",
-    "pretraining_dataset", "read_documents", "read_metadata", "resolve_next_sentence_task",
+    "next_sentence_task_or_use_nsp", "pretraining_dataset", "read_documents", "read_metadata",
+    "resolve_next_sentence_task",
     "write_pretraining_data", "write_shards",
 ]
 SPLITS = ("train", "eval")
@@ -175,7 +177,7 @@ def write_pretraining_data(
     dupe_factor=1,
     num_shards=1,
     seed=12345,
-    use_nsp=True,
+    use_nsp=None,
     masker=None,
     buffer_documents=1000,
     log=print,
@@ -186,7 +188,9 @@ def write_pretraining_data(
 ):
     """Writes sharded TFRecords of pretraining instances; returns the metadata.
 
-    `tokenizer`: a `tfbert.text.tokenizer.BertTokenizer`. `masker`: a
+    `tokenizer`: a `tfbert.text.tokenizer.BertTokenizer`. `next_sentence_task`:
+    the pair task, "nsp" (default), "sop" or "none" (`use_nsp` is its
+    deprecated alias). `masker`: a
     `MaskedLMMasker` for static masking (stored `masked_lm_*` features), or
     None for unmasked instances (mask dynamically when reading).
     `buffer_documents`: documents tokenized at a time. `random_next_pool`:
@@ -196,7 +200,7 @@ def write_pretraining_data(
     `<output_dir>/eval/`. The output is the same for the same inputs and seed.
     """
     check_settings(dupe_factor, num_shards, buffer_documents, eval_fraction, bucket_instances)
-    task = resolve_next_sentence_task(next_sentence_task, use_nsp)
+    task = next_sentence_task_or_use_nsp(next_sentence_task, use_nsp)
     vocab = tokenizer.vocab
     rng = random.Random(seed)
     builder = InstanceBuilder(max_seq_length, short_seq_prob, rng=rng, next_sentence_task=task)

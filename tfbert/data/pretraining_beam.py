@@ -57,7 +57,7 @@ from tfbert.data.pretraining_documents import (decode_document, documents_from_l
                                                tokenize_documents)
 from tfbert.data.pretraining_instances import (InstanceBuilder, NoOtherDocumentError,
                                                decode_instance, encode_instance,
-                                               resolve_next_sentence_task)
+                                               next_sentence_task_or_use_nsp)
 from tfbert.data.pretraining_records import (EVAL_DIR, SHARD_PATTERN, RecordFormat, empty_stats,
                                              serialize_instances)
 
@@ -447,7 +447,8 @@ def run_pipeline(cfg, log=print, between=None):
 
     check_settings(cfg.dupe_factor, cfg.num_shards, cfg.buffer_documents,
                          cfg.eval_fraction)
-    task = resolve_next_sentence_task(cfg.next_sentence_task or None, cfg.use_nsp)
+    task = next_sentence_task_or_use_nsp(cfg.next_sentence_task or None,
+                                         None if cfg.use_nsp else False)
     files = match_files(cfg.input_files)
     vocab = load_vocab(cfg.vocab_file)  # checks the special tokens, naming the file
     max_predictions = None

@@ -11,7 +11,7 @@ import os
 import tensorflow as tf
 
 from tfbert.data.pretraining_documents import expand_files
-from tfbert.data.pretraining_instances import resolve_next_sentence_task
+from tfbert.data.pretraining_instances import next_sentence_task_or_use_nsp
 from tfbert.data.pretraining_records import METADATA_FILE
 
 
@@ -46,8 +46,8 @@ def pretraining_dataset(
     seed `(seed, i)`), or None to use the static masks stored in the files.
     `skip_batches`: batches already consumed by a resumed run; the order is
     deterministic for a seed, so the run continues where it stopped.
-    `next_sentence_task` / `use_nsp`: the pair task to train ("nsp", "sop" or
-    "none"); by default the one the data was written for.
+    `next_sentence_task`: the pair task to train ("nsp", "sop" or "none"; `use_nsp`
+    is its deprecated alias); by default the one the data was written for.
     Batches have a static shape (`drop_remainder`), as XLA wants; an
     evaluation set keeps its last partial batch with `drop_remainder=False`.
     """
@@ -58,14 +58,14 @@ def pretraining_dataset(
     if next_sentence_task is None and use_nsp is None:
         task = written
     else:
-        task = resolve_next_sentence_task(next_sentence_task, True if use_nsp is None else use_nsp)
+        task = next_sentence_task_or_use_nsp(next_sentence_task, use_nsp)
     if task != "none" and task != written:
         raise ValueError(
             f"{files[0]}: written with next_sentence_task={written}; training asks for {task}. "
             f"Write the data with --next_sentence_task={task}, or train with "
             f"next_sentence_task: {written}."
         )
-    use_nsp = task != "none"
+    has_pair_label = task != "none"
     if masker is None and not meta["static_masking"]:
         raise ValueError(
             f"{files[0]}: has no stored masks (written without static masking); "
@@ -100,7 +100,7 @@ def pretraining_dataset(
         # Span masking also gives the span boundary objective's inputs.
         x.update({k: v for k, v in f.items() if k.startswith("masked_lm_span_")})
         y = {"masked_lm_ids": f["masked_lm_ids"], "masked_lm_weights": f["masked_lm_weights"]}
-        if use_nsp:
+        if has_pair_label:
             y["next_sentence_labels"] = f["next_sentence_labels"][:, 0]
         return x, y
 

@@ -7,6 +7,7 @@ Instances travel between the stages encoded as one int32 array
 """
 
 import random
+import warnings
 
 import numpy as np
 
@@ -35,6 +36,25 @@ def resolve_next_sentence_task(next_sentence_task=None, use_nsp=True):
     return next_sentence_task
 
 
+_WARNED = set()
+
+
+def next_sentence_task_or_use_nsp(next_sentence_task, use_nsp):
+    """The pair task of the data settings, where `next_sentence_task` is the
+    name and `use_nsp` (None: not given) its deprecated alias, which warns
+    once a process.
+
+    >>> next_sentence_task_or_use_nsp("sop", None), next_sentence_task_or_use_nsp(None, None)
+    ('sop', 'nsp')
+    """
+    if use_nsp is None:
+        return resolve_next_sentence_task(next_sentence_task)
+    if "use_nsp" not in _WARNED:
+        _WARNED.add("use_nsp")
+        warnings.warn("use_nsp is deprecated: set next_sentence_task (nsp, sop or none; "
+                      "use_nsp=false is next_sentence_task=none).", FutureWarning, stacklevel=3)
+    return resolve_next_sentence_task(next_sentence_task, use_nsp)
+
 
 class NoOtherDocumentError(ValueError):
     """NSP needs a random "next" segment from another document, and there is none."""
@@ -49,7 +69,7 @@ class InstanceBuilder:
     """Turns tokenized documents into pretraining instances (google-research/
     bert's `create_instances_from_document`, plus SOP and MLM-only modes).
 
-    `next_sentence_task` (default from `use_nsp`):
+    `next_sentence_task` (default "nsp"; `use_nsp` is its deprecated alias):
     - "nsp": pairs (A, B) where B is the actual continuation or, half the
       time, a span of another document (`is_random_next`). A chunk of one
       sentence takes the next sentence when an actual-next pair is drawn, so
@@ -69,14 +89,14 @@ class InstanceBuilder:
     splits it.
     """
 
-    def __init__(self, max_seq_length, short_seq_prob=0.1, use_nsp=True, rng=None,
+    def __init__(self, max_seq_length, short_seq_prob=0.1, use_nsp=None, rng=None,
                  next_sentence_task=None):
         if max_seq_length < 5:
             raise ValueError(f"max_seq_length must be >= 5, got {max_seq_length}.")
         self.max_seq_length = max_seq_length
         self.short_seq_prob = short_seq_prob
-        self.task = resolve_next_sentence_task(next_sentence_task, use_nsp)
-        self.use_nsp = self.task != "none"  # has a pair label
+        self.task = next_sentence_task_or_use_nsp(next_sentence_task, use_nsp)
+        self.has_pair_label = self.task != "none"
         self.rng = rng or random.Random(12345)
         self._balance = 0  # label-1 minus label-0 pairs so far
 
@@ -92,11 +112,11 @@ class InstanceBuilder:
         sentences, each a list of ids). `random_document()` returns another
         document (NSP only). `label`: 1 = random next (NSP) / swapped (SOP)."""
         rng = self.rng
-        max_tokens = self.max_seq_length - (3 if self.use_nsp else 2)
+        max_tokens = self.max_seq_length - (3 if self.has_pair_label else 2)
         target = max_tokens
         if rng.random() < self.short_seq_prob:
             target = rng.randint(2, max_tokens)
-        if not self.use_nsp:
+        if not self.has_pair_label:
             stream = [t for sentence in document for t in sentence]
             return [(stream[i:i + target], [], False) for i in range(0, len(stream), target)]
         if self.task == "sop":

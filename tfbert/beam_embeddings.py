@@ -49,6 +49,8 @@ try:
 except ImportError:  # the module imports without Beam; running it says what to install
     beam = None
 
+from tfbert.data.readers import jsonl_rows
+
 MANIFEST = "manifest.json"
 SHARD = "embeddings-{:05d}-of-{:05d}.npz"
 
@@ -60,27 +62,18 @@ class DataLossError(RuntimeError):
 def read_rows(path):
     """`(ids, texts)` of a JSONL file of `{"id": int, "text": str}` rows;
     errors name the file and line."""
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"Input file not found: {path}")
     ids, texts, seen = [], [], {}
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}, line {n}: not valid JSON ({e.msg}).") from None
-            i, text = (row.get("id"), row.get("text")) if isinstance(row, dict) else (None, None)
-            if isinstance(i, bool) or not isinstance(i, int):
-                raise ValueError(f"{path}, line {n}: 'id' must be an integer, got {i!r:.40}.")
-            if not isinstance(text, str) or not text.strip():
-                raise ValueError(f"{path}, line {n}: 'text' must be a non-empty string.")
-            if i in seen:
-                raise ValueError(f"{path}, line {n}: id {i} repeats line {seen[i]}.")
-            seen[i] = n
-            ids.append(i)
-            texts.append(text)
+    for n, row in jsonl_rows(path):
+        i, text = row.get("id"), row.get("text")
+        if isinstance(i, bool) or not isinstance(i, int):
+            raise ValueError(f"{path}, line {n}: 'id' must be an integer, got {i!r:.40}.")
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"{path}, line {n}: 'text' must be a non-empty string.")
+        if i in seen:
+            raise ValueError(f"{path}, line {n}: id {i} repeats line {seen[i]}.")
+        seen[i] = n
+        ids.append(i)
+        texts.append(text)
     if not ids:
         raise ValueError(f"{path}: no rows.")
     return ids, texts

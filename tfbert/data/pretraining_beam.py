@@ -42,7 +42,6 @@ import collections
 import io
 import json
 import random
-import shlex
 import types
 import uuid
 
@@ -51,6 +50,7 @@ try:
 except ImportError:  # the module imports without Beam; running it says what to install
     beam = None
 
+from tfbert.beam_runner import DataLossError, pipeline_options, run_to_completion, runner_label
 from tfbert.data.pretraining import RunCounts, check_settings, write_shards
 from tfbert.data.pretraining_documents import (decode_document, documents_from_lines,
                                                encode_document, sentence_tokenizer,
@@ -65,10 +65,6 @@ STATS_FILE = "stats.json"
 SPLITS = ("train", "eval")
 SKIP_REASONS = ("empty", "one_sentence", "no_instance")
 _DoFn = beam.DoFn if beam is not None else object
-
-
-class DataLossError(RuntimeError):
-    """A stage of the pipeline passed on fewer (or more) elements than it got."""
 
 
 def _require_beam():
@@ -380,59 +376,6 @@ def check_counts(totals, files, runner):
     }
 
 
-def _pipeline(cfg):
-    """(runner, options) for `beam.Pipeline` from `cfg.runner`,
-    `cfg.dask_address` and `cfg.beam_pipeline_options`."""
-    from apache_beam.options.pipeline_options import PipelineOptions
-
-    args = shlex.split(cfg.beam_pipeline_options)
-    dask_address = getattr(cfg, "dask_address", "")
-    if cfg.runner not in ("DaskRunner", "apache_beam.runners.dask.dask_runner.DaskRunner"):
-        if dask_address:
-            raise ValueError(f"--dask_address is for --runner=DaskRunner, not {cfg.runner}.")
-        return cfg.runner, PipelineOptions(args + [f"--runner={cfg.runner}"])
-    try:
-        from apache_beam.runners.dask.dask_runner import DaskRunner
-        import dask.distributed  # noqa: F401
-    except ImportError:
-        raise ImportError("--runner=DaskRunner needs dask.distributed: "
-                          "pip install \"dask[distributed]\".") from None
-    if dask_address:
-        args.append(f"--dask_client_address={dask_address}")
-    if not any(a.startswith(("--dask_npartitions", "--dask_partition_size")) for a in args):
-        # One file per Dask partition (Beam's default puts 128 files in one), so the files
-        # are read on all workers: the DaskRunner treats Reshuffle as a no-op.
-        args.append("--dask_partition_size=1")
-    # Beam 2.77's PipelineOptions refuses the short name "DaskRunner": pass the runner itself.
-    return DaskRunner(), PipelineOptions(args)
-
-
-def _runner_label(cfg, options):
-    """"DaskRunner at tcp://...", "DirectRunner, multi_processing x 2", ... for the summary."""
-    name = cfg.runner.rsplit(".", 1)[-1]
-    found = options.get_all_options()
-    if name == "DaskRunner":
-        return f"{name} at {found.get('address') or 'a new local cluster'}"
-    if name in ("DirectRunner", "BundleBasedDirectRunner", "SwitchingDirectRunner"):
-        mode = found.get("direct_running_mode") or "in_memory"
-        if mode != "in_memory":
-            return f"{name}, {mode} x {found.get('direct_num_workers') or 1}"
-    return name
-
-
-def run_to_completion(pipeline):
-    """Runs `pipeline` and waits for it; the DaskRunner's client, which the
-    runner leaves open, is closed either way."""
-    result = pipeline.run()
-    try:
-        result.wait_until_finish()
-    finally:
-        client = getattr(result, "client", None)
-        if client is not None:
-            client.close()
-    return result
-
-
 def run_pipeline(cfg, log=print, between=None):
     """Runs the pipeline for a `CreateDataConfig` (`cfg.runner`,
     `cfg.beam_pipeline_options`, `cfg.dask_address`) through
@@ -458,9 +401,9 @@ def run_pipeline(cfg, log=print, between=None):
         MaskedLMMasker.from_vocab(vocab, max_predictions=cfg.max_predictions_per_seq,
                                   mask_rate=cfg.masked_lm_prob, strategy=cfg.masking_strategy)
         max_predictions = cfg.max_predictions_per_seq
-    runner, options = _pipeline(cfg)
+    runner, options = pipeline_options(cfg.runner, cfg.beam_pipeline_options, cfg.dask_address)
     runner_name = cfg.runner.rsplit(".", 1)[-1]
-    label = _runner_label(cfg, options)
+    label = runner_label(cfg.runner, options)
 
     def write(work_dir):
         pipeline = beam.Pipeline(runner=runner, options=options)

@@ -303,3 +303,24 @@ def test_use_nsp_is_a_deprecated_alias_of_next_sentence_task_that_warns_once():
         assert InstanceBuilder(32, use_nsp=False).task == "none"
         assert InstanceBuilder(32, use_nsp=True).task == "nsp"
         assert InstanceBuilder(32, next_sentence_task="sop").task == "sop"
+
+
+def test_the_summary_accounts_for_every_document(tokenizer, tmp_path):
+    """With SOP, a document of one one-token sentence gives no instance; a
+    document of characters without tokens is empty. Both are counted, by
+    reason, in the summary of pretraining_data.json (as the Beam runner's)."""
+    documents = CORPUS.read_text(encoding="utf-8").split("\n\n")[:40]
+    documents += ["\u200b"] * 3 + ["The"] * 4  # "the": one token
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n\n".join(documents) + "\n", encoding="utf-8")
+    meta = write_pretraining_data(str(corpus), str(tmp_path / "out"), tokenizer, max_seq_length=32,
+                                  next_sentence_task="sop", eval_fraction=0.1, log=lambda *_: None)
+    summary = json.loads((tmp_path / "out" / pretraining.METADATA_FILE).read_text())["summary"]
+    assert summary == meta["summary"] and summary["runner"] == "local writer"
+    sentences = sum(len([s for s in d.split("\n") if s.strip()]) for d in documents)
+    assert summary["files"] == {str(corpus): {"documents": 47, "sentences": sentences}}
+    assert summary["documents_read"] == 47
+    assert summary["documents_skipped"] == {"empty": 3, "one_sentence": 4, "no_instance": 0}
+    assert sum(summary["documents"].values()) == 40 and summary["documents"]["eval"] > 0
+    assert summary["instances"] == {"train": meta["instances"], "eval": meta["eval_instances"]}
+    assert summary["num_shards"] == {"train": 1, "eval": 1}

@@ -54,7 +54,7 @@ from tfbert.data.pretraining_records import (
 # What callers import from here (tools, tests, docs); the rest is in the job modules.
 __all__ = [
     "EVAL_DIR", "METADATA_FILE", "NEXT_SENTENCE_TASKS", "SHARD_PATTERN", "InstanceBuilder",
-    "RecordFormat", "RunCounts", "check_settings", "documents_from_lines", "expand_files",
+    "RecordFormat", "RunCounts", "check_settings", "run_summary", "documents_from_lines", "expand_files",
     "next_sentence_task_or_use_nsp", "pretraining_dataset", "read_documents", "read_metadata",
     "resolve_next_sentence_task",
     "write_pretraining_data", "write_shards",
@@ -78,13 +78,34 @@ def check_settings(dupe_factor, num_shards, buffer_documents, eval_fraction,
 @dataclasses.dataclass
 class RunCounts:
     """What a runner reports of its run. `stats`: split -> `empty_stats()`
-    counts of what it wrote; `unpaired_documents`: NSP documents that found
-    no other document to draw a random "next" segment from; `metadata`: what
-    the runner adds to `pretraining_data.json`."""
+    counts of what it wrote; `summary`: the run's account of every document
+    (`run_summary`), kept in the train split's `pretraining_data.json`;
+    `unpaired_documents`: NSP documents that found no other document to draw
+    a random "next" segment from; `metadata`: what the runner adds to each
+    split's `pretraining_data.json`."""
 
     stats: dict
+    summary: dict
     unpaired_documents: int = 0
     metadata: dict = dataclasses.field(default_factory=dict)
+
+
+def run_summary(runner, files, skipped, documents, instances, num_shards):
+    """The `summary` of `pretraining_data.json`, which the tool prints.
+    `files`: path -> {"documents", "sentences"} read; `skipped`: reason
+    ("empty": no tokens, "one_sentence", "no_instance") -> documents that gave
+    no instance; `documents`, `instances`, `num_shards`: split -> number
+    (documents: those that gave instances)."""
+    return {
+        "runner": runner,
+        "files": files,
+        "documents_read": sum(f["documents"] for f in files.values()),
+        "sentences_read": sum(f["sentences"] for f in files.values()),
+        "documents_skipped": skipped,
+        "documents": documents,
+        "instances": instances,
+        "num_shards": num_shards,
+    }
 
 
 def write_shards(write, input_files, output_dir, record_format, num_shards, log=print,
@@ -156,6 +177,7 @@ def _publish(work_dir, output_dir, counts, record_format, num_shards):
             metadata = meta
             if eval_instances:
                 meta["eval_instances"] = eval_instances
+            meta["summary"] = counts.summary
         write_json(f"{directory}/{METADATA_FILE}", meta)
     return metadata
 
@@ -212,11 +234,15 @@ def write_pretraining_data(
         store = f"{work}/documents.bin"
         counts = {s: empty_stats() for s in SPLITS}
         total_tokens = {s: 0 for s in SPLITS}
+        files = {}  # path -> documents and sentences read
+        empty = 0
+        one_sentence = bytearray()  # per document id (a byte each: memory stays bounded)
         with open(store, "wb") as f:
             doc_id = 0
-            for buffer in batches(read_documents(input_files), buffer_documents):
+            for buffer in batches(_read_counting(input_files, files), buffer_documents):
                 for document in tokenize_documents(tokenize, buffer):
                     if not document:
+                        empty += 1
                         continue
                     split = "eval" if eval_fraction and rng.random() < eval_fraction else "train"
                     encoded = encode_document(document)
@@ -226,6 +252,7 @@ def write_pretraining_data(
                     counts[split]["documents"] += 1
                     counts[split]["sentences"] += len(document)
                     total_tokens[split] += sum(len(s) for s in document)
+                    one_sentence.append(len(document) == 1)
                     doc_id += 1
 
         # 2. Instances, scattered into random buckets.
@@ -235,8 +262,9 @@ def write_pretraining_data(
 
         buckets = {s: [f"{work}/{s}-{i}.bin" for i in range(num_buckets(total_tokens[s]))]
                    for s in SPLITS}
-        files = {s: [open(p, "wb") for p in paths] for s, paths in buckets.items()}
+        bucket_files = {s: [open(p, "wb") for p in paths] for s, paths in buckets.items()}
         unpaired = 0
+        used = bytearray(len(one_sentence))  # per document id: 1 + is_eval once it gave an instance
         try:
             for _ in range(dupe_factor):
                 for record in _read_records(store):
@@ -247,11 +275,13 @@ def write_pretraining_data(
                     except NoOtherDocumentError:  # write_shards says so
                         unpaired += 1
                         continue
+                    if instances:
+                        used[doc_id] = 1 + is_eval
                     for a, b, label in instances:
-                        bucket = files[split][rng.randrange(len(files[split]))]
+                        bucket = bucket_files[split][rng.randrange(len(bucket_files[split]))]
                         _write_record(bucket, encode_instance(a, b, label))
         finally:
-            for f in files["train"] + files["eval"]:
+            for f in bucket_files["train"] + bucket_files["eval"]:
                 f.close()
 
         # 3. Each bucket shuffled in memory and dealt into the shards.
@@ -278,12 +308,31 @@ def write_pretraining_data(
             finally:
                 for w in writers:
                     w.close()
-        return RunCounts(counts, unpaired_documents=unpaired)
+        unused = used.count(0)
+        short = sum(1 for u, one in zip(used, one_sentence) if one and not u)
+        summary = run_summary(
+            "local writer", files,
+            skipped={"empty": empty, "one_sentence": short, "no_instance": unused - short},
+            documents={"train": used.count(1), "eval": used.count(2)},
+            instances={s: counts[s]["instances"] for s in SPLITS},
+            num_shards={"train": num_shards, "eval": 1 if counts["eval"]["documents"] else 0})
+        return RunCounts(counts, summary, unpaired_documents=unpaired)
 
     record_format = RecordFormat(max_seq_length, task,
                                  masker.max_predictions if masker is not None else None,
                                  vocab.vocab_size, seed)
     return write_shards(write, input_files, output_dir, record_format, num_shards, log)
+
+
+def _read_counting(input_files, files):
+    """`read_documents`, counting the documents and sentences of each file into `files`."""
+    for path in expand_files(input_files, what="input file"):
+        count = files[path] = {"documents": 0, "sentences": 0}
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for document in documents_from_lines(f):
+                count["documents"] += 1
+                count["sentences"] += len(document)
+                yield document
 
 
 def _write_record(f, array):

@@ -51,7 +51,7 @@ except ImportError:  # the module imports without Beam; running it says what to 
     beam = None
 
 from tfbert.beam_runner import DataLossError, pipeline_options, run_to_completion, runner_label
-from tfbert.data.pretraining import RunCounts, check_settings, write_shards
+from tfbert.data.pretraining import RunCounts, check_settings, run_summary, write_shards
 from tfbert.data.pretraining_documents import (decode_document, documents_from_lines,
                                                encode_document, sentence_tokenizer,
                                                tokenize_documents)
@@ -364,16 +364,12 @@ def check_counts(totals, files, runner):
             raise DataLossError(
                 f"Beam's {runner} lost data: {a} {what_a} but {b} {what_b}; the output "
                 "directory was left as it was.")
-    return {
-        "runner": runner,
-        "files": per_file,
-        "documents_read": read,
-        "sentences_read": sentences,
-        "documents_skipped": {r: get(f"skipped/{r}") for r in SKIP_REASONS},
-        "documents": {s: get(f"built/{s}/used") for s in SPLITS},  # that gave instances
-        "instances": {s: get(f"{s}.instances") for s in SPLITS},
-        "num_shards": {"train": 0, "eval": 0},  # filled in by the caller
-    }
+    return run_summary(
+        runner, per_file,
+        skipped={r: get(f"skipped/{r}") for r in SKIP_REASONS},
+        documents={s: get(f"built/{s}/used") for s in SPLITS},
+        instances={s: get(f"{s}.instances") for s in SPLITS},
+        num_shards={"train": 0, "eval": 0})  # filled in by the caller
 
 
 def run_pipeline(cfg, log=print, between=None):
@@ -419,8 +415,8 @@ def run_pipeline(cfg, log=print, between=None):
                  for split in SPLITS}
         summary["num_shards"] = {"train": cfg.num_shards,
                                  "eval": 1 if stats["eval"]["documents"] else 0}
-        return RunCounts(stats, int(totals.get("no_other_document", 0)),
-                               {"runner": runner_name, "summary": summary})
+        return RunCounts(stats, summary, int(totals.get("no_other_document", 0)),
+                         {"runner": runner_name})
 
     record_format = RecordFormat(cfg.max_seq_length, task, max_predictions,
                                        vocab.vocab_size, cfg.seed)

@@ -56,8 +56,8 @@ from tfbert.data.pretraining_documents import (decode_document, documents_from_l
                                                encode_document, sentence_tokenizer,
                                                tokenize_documents)
 from tfbert.data.pretraining_instances import (InstanceBuilder, NoOtherDocumentError,
-                                               decode_instance, encode_instance,
-                                               next_sentence_task_or_use_nsp)
+                                               decode_instance, draw_other_document,
+                                               encode_instance, next_sentence_task_or_use_nsp)
 from tfbert.data.pretraining_records import (EVAL_DIR, SHARD_PATTERN, RecordFormat, empty_stats,
                                              serialize_instances)
 
@@ -185,7 +185,7 @@ class _Instances(_DoFn):
             for _ in range(self.cfg.dupe_factor):
                 try:
                     instances = self._builder.instances(
-                        document, lambda: self._random_document(pool, key))
+                        document, lambda: draw_other_document(pool, key, self._builder.rng))
                 except NoOtherDocumentError:  # write_shards says so
                     stats["no_other_document"] += 1
                     break
@@ -197,15 +197,6 @@ class _Instances(_DoFn):
             if not built:
                 stats["skipped/one_sentence" if len(document) == 1 else "skipped/no_instance"] += 1
         yield dict(stats)
-
-    def _random_document(self, pool, key):
-        """A document of the pool other than `key` (None if there is none)."""
-        if len(pool) - any(k == key for k, _ in pool) < 1:
-            return None
-        while True:
-            k, encoded = pool[self._builder.rng.randrange(len(pool))]
-            if k != key:
-                return decode_document(encoded)
 
 
 class _WriteShard(_DoFn):

@@ -245,13 +245,18 @@ class RandomDocumentPool:
 
     def draw(self, exclude_id):
         """A random document other than `exclude_id` (None if there is none)."""
-        candidates = len(self.items) - any(i == exclude_id for i, _ in self.items)
-        if candidates < 1:
-            return None
-        while True:
-            doc_id, encoded = self.items[self.rng.randrange(len(self.items))]
-            if doc_id != exclude_id:
-                return decode_document(encoded)
+        return draw_other_document(self.items, exclude_id, self.rng)
+
+
+def draw_other_document(items, exclude_id, rng):
+    """A random document of `items` (`(id, encoded document)` pairs) other than
+    `exclude_id`, decoded; None if there is none."""
+    if len(items) - any(i == exclude_id for i, _ in items) < 1:
+        return None
+    while True:
+        doc_id, encoded = items[rng.randrange(len(items))]
+        if doc_id != exclude_id:
+            return decode_document(encoded)
 
 
 def encode_instance(tokens_a, tokens_b, label):

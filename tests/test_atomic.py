@@ -112,3 +112,16 @@ def test_unwritable_destination_is_one_line(tmp_path):
     with pytest.raises(DestinationError, match=r"^Cannot write .*export: [^\n]+\.$"):
         with atomic_dir(target):
             pass
+
+
+def test_write_json_to_a_url_goes_through_gfile_and_a_rename():
+    """A URL (gs://... in use; TensorFlow's in-memory ram:// here) is written
+    under a temporary name and renamed: only the final file is left."""
+    import tensorflow as tf
+
+    path = "ram://atomic-test/out/meta.json"
+    write_json(path, {"a": 1})
+    write_json(path, {"a": 2})
+    with tf.io.gfile.GFile(path) as f:
+        assert f.read() == '{\n  "a": 2\n}'
+    assert tf.io.gfile.listdir("ram://atomic-test/out") == ["meta.json"]

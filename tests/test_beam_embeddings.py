@@ -100,7 +100,9 @@ def test_bad_input_is_one_clear_line(exported, tmp_path):
     for text, message in (('{"id": 1, "text": ""}', "line 1: 'text' must be a non-empty"),
                           ('{"id": "a", "text": "x"}', "line 1: 'id' must be an integer"),
                           ('{"id": 1, "text": "x"}\n{"id": 1, "text": "y"}',
-                           "line 2: id 1 repeats line 1")):
+                           "line 2: id 1 repeats line 1"),
+                          ('{"id": 1, "text": "x"}\n{"id": 2,', "line 2: not valid JSON"),
+                          ('[1, "x"]', "line 1: expected a JSON object, got list")):
         rows.write_text(text + "\n")
         with pytest.raises(ValueError, match=message) as e:
             encode_corpus(str(rows), export, str(tmp_path / "out"))

@@ -139,7 +139,20 @@ def atomic_file(path, suffix=""):
 
 
 def write_bytes(path, data):
-    """Writes `data` to `path` atomically."""
+    """Writes `data` to `path` atomically. A URL that `tf.io.gfile` writes
+    (gs://...) goes to a temporary name beside it, then is renamed."""
+    if "://" in path:
+        import tensorflow as tf
+
+        tmp = f"{path}.tmp-{os.getpid()}-{time.time_ns()}"
+        try:
+            with tf.io.gfile.GFile(tmp, "wb") as f:
+                f.write(data)
+            tf.io.gfile.rename(tmp, path, overwrite=True)
+        finally:
+            if tf.io.gfile.exists(tmp):
+                tf.io.gfile.remove(tmp)
+        return
     with atomic_file(path) as tmp:
         with open(tmp, "wb") as f:
             f.write(data)

@@ -49,38 +49,28 @@ try:
 except ImportError:  # the module imports without Beam; running it says what to install
     beam = None
 
+from tfbert.beam_runner import DataLossError, pipeline_options, run_to_completion, runner_label
+from tfbert.data.readers import jsonl_rows
+
 MANIFEST = "manifest.json"
 SHARD = "embeddings-{:05d}-of-{:05d}.npz"
-
-
-class DataLossError(RuntimeError):
-    """The runner lost or repeated inputs."""
 
 
 def read_rows(path):
     """`(ids, texts)` of a JSONL file of `{"id": int, "text": str}` rows;
     errors name the file and line."""
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"Input file not found: {path}")
     ids, texts, seen = [], [], {}
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}, line {n}: not valid JSON ({e.msg}).") from None
-            i, text = (row.get("id"), row.get("text")) if isinstance(row, dict) else (None, None)
-            if isinstance(i, bool) or not isinstance(i, int):
-                raise ValueError(f"{path}, line {n}: 'id' must be an integer, got {i!r:.40}.")
-            if not isinstance(text, str) or not text.strip():
-                raise ValueError(f"{path}, line {n}: 'text' must be a non-empty string.")
-            if i in seen:
-                raise ValueError(f"{path}, line {n}: id {i} repeats line {seen[i]}.")
-            seen[i] = n
-            ids.append(i)
-            texts.append(text)
+    for n, row in jsonl_rows(path):
+        i, text = row.get("id"), row.get("text")
+        if isinstance(i, bool) or not isinstance(i, int):
+            raise ValueError(f"{path}, line {n}: 'id' must be an integer, got {i!r:.40}.")
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"{path}, line {n}: 'text' must be a non-empty string.")
+        if i in seen:
+            raise ValueError(f"{path}, line {n}: id {i} repeats line {seen[i]}.")
+        seen[i] = n
+        ids.append(i)
+        texts.append(text)
     if not ids:
         raise ValueError(f"{path}: no rows.")
     return ids, texts
@@ -179,19 +169,6 @@ def _write_shard(item, directory, num_shards):
     yield len(ids)
 
 
-def _pipeline(runner, beam_pipeline_options, dask_address):
-    """(runner, options) as `tfbert.data.pretraining_beam` builds them."""
-    from tfbert.data.pretraining_beam import _pipeline as pretraining_pipeline
-
-    class Settings:
-        pass
-
-    settings = Settings()
-    settings.runner, settings.beam_pipeline_options = runner, beam_pipeline_options
-    settings.dask_address = dask_address
-    return pretraining_pipeline(settings)
-
-
 def encode_corpus(input_file, export_dir, output_dir, runner="DirectRunner",
                   beam_pipeline_options="", dask_address="", num_shards=4, batch_size=64,
                   between=None, model_name=""):
@@ -202,7 +179,6 @@ def encode_corpus(input_file, export_dir, output_dir, runner="DirectRunner",
     to simulate a lossy runner)."""
     _require_beam()
     from tfbert.atomic import atomic_dir
-    from tfbert.data.pretraining_beam import _runner_label, run_to_completion
 
     if int(num_shards) < 1 or int(batch_size) < 1:
         raise ValueError(f"num_shards and batch_size must be >= 1, got {num_shards} and "
@@ -212,14 +188,8 @@ def encode_corpus(input_file, export_dir, output_dir, runner="DirectRunner",
                                 "missing); export one with --task=sentence_embedding.")
     ids, texts = read_rows(input_file)
     num_batches = max(1, -(-len(ids) // int(batch_size)))
-    runner_obj, options = _pipeline(runner, beam_pipeline_options, dask_address)
-
-    class Label:
-        pass
-
-    label_cfg = Label()
-    label_cfg.runner = runner
-    label = _runner_label(label_cfg, options)
+    runner_obj, options = pipeline_options(runner, beam_pipeline_options, dask_address)
+    label = runner_label(runner, options)
     rows = list(zip(ids, texts))
     with atomic_dir(output_dir) as tmp:
         pipeline = beam.Pipeline(runner=runner_obj, options=options)
@@ -259,7 +229,7 @@ def check_ids(want, got, label):
     >>> check_ids([1, 2, 3], np.array([3, 1, 1]), "DaskRunner")
     Traceback (most recent call last):
     ...
-    tfbert.beam_embeddings.DataLossError: Beam's DaskRunner lost data: 3 texts in, 3 embeddings out; 1 ids missing (first [2]), 1 repeated (first [1]); the output directory was left as it was.
+    tfbert.beam_runner.DataLossError: Beam's DaskRunner lost data: 3 texts in, 3 embeddings out; 1 ids missing (first [2]), 1 repeated (first [1]); the output directory was left as it was.
     """
     want = np.asarray(want, np.int64)
     values, counts = np.unique(got, return_counts=True)

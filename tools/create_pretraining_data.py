@@ -29,7 +29,6 @@ runner lost elements) fails with one line and leaves the output as it was.
 """
 
 import dataclasses
-import json
 import os
 import sys
 
@@ -51,9 +50,9 @@ class CreateDataConfig:
     dupe_factor: int = 1
     num_shards: int = 1
     seed: int = 12345
-    use_nsp: bool = True
-    # nsp | sop (ALBERT's sentence order) | none; empty: from use_nsp.
+    # nsp (the default when empty) | sop (ALBERT's sentence order) | none (MLM only).
     next_sentence_task: str = ""
+    use_nsp: bool = True  # deprecated: false is next_sentence_task=none
     static_masking: bool = False
     masking_strategy: str = "token"
     masked_lm_prob: float = 0.15
@@ -86,7 +85,7 @@ def config_from_flags():
 
 
 def run(cfg):
-    from tfbert.data.pretraining import write_pretraining_data
+    from tfbert.data.pretraining import next_sentence_task_or_use_nsp, write_pretraining_data
     from tfbert.text.masking import MaskedLMMasker
     from tfbert.text.tokenizer import BertTokenizer
 
@@ -108,7 +107,7 @@ def run(cfg):
             mask_rate=cfg.masked_lm_prob,
             strategy=cfg.masking_strategy,
         )
-    metadata = write_pretraining_data(
+    return write_pretraining_data(
         cfg.input_files,
         cfg.output_dir,
         tokenizer,
@@ -117,53 +116,14 @@ def run(cfg):
         dupe_factor=cfg.dupe_factor,
         num_shards=cfg.num_shards,
         seed=cfg.seed,
-        use_nsp=cfg.use_nsp,
         masker=masker,
         buffer_documents=cfg.buffer_documents,
-        next_sentence_task=cfg.next_sentence_task or None,
+        next_sentence_task=next_sentence_task_or_use_nsp(cfg.next_sentence_task or None,
+                                                         None if cfg.use_nsp else False),
         random_next_pool=cfg.random_next_pool,
         bucket_instances=cfg.bucket_instances,
         eval_fraction=cfg.eval_fraction,
     )
-    return add_local_summary(cfg, metadata)
-
-
-def add_local_summary(cfg, metadata):
-    """The local writer's run in the Beam pipeline's `summary` form, added to
-    its `pretraining_data.json`: the corpus is read once more for the counts
-    per file (cheap next to tokenizing); the documents without tokens are the
-    ones read but not kept."""
-    from tfbert.atomic import write_json
-    from tfbert.data.pretraining import (EVAL_DIR, METADATA_FILE, documents_from_lines,
-                                         expand_files)
-
-    files = {}
-    for path in expand_files(cfg.input_files, what="input file"):
-        with open(path, encoding="utf-8", errors="replace") as f:
-            documents = list(documents_from_lines(f))
-        files[path] = {"documents": len(documents), "sentences": sum(map(len, documents))}
-    eval_meta = os.path.join(cfg.output_dir, EVAL_DIR, METADATA_FILE)
-    eval_documents = 0
-    if os.path.isfile(eval_meta):  # the writer removes it when no document is held out
-        with open(eval_meta, encoding="utf-8") as f:
-            eval_documents = json.load(f)["documents"]
-    read = sum(f["documents"] for f in files.values())
-    kept = {"train": metadata["documents"], "eval": eval_documents}
-    metadata["summary"] = {
-        "runner": "local writer",
-        "files": files,
-        "documents_read": read,
-        "sentences_read": sum(f["sentences"] for f in files.values()),
-        # The local writer does not count documents that gave no instance (only SOP has
-        # any: a one-sentence document of one token); they count as used here.
-        "documents_skipped": {"empty": read - sum(kept.values()), "one_sentence": 0,
-                              "no_instance": 0},
-        "documents": kept,
-        "instances": {"train": metadata["instances"], "eval": metadata.get("eval_instances", 0)},
-        "num_shards": {"train": len(metadata["files"]), "eval": 1 if eval_documents else 0},
-    }
-    write_json(os.path.join(cfg.output_dir, METADATA_FILE), metadata)
-    return metadata
 
 
 def summary_lines(summary):

@@ -184,7 +184,7 @@ def general_mode(cfg):
     masker = MaskedLMMasker.from_vocab(teacher_ckpt.vocab_file,
                                        max_predictions=cfg.max_predictions_per_seq)
     dataset = pretraining_dataset(cfg.train_files, cfg.train.batch_size or 32, masker=masker,
-                                  seed=cfg.train.seed, use_nsp=False)
+                                  seed=cfg.train.seed, next_sentence_task="none")
     model = MlmDistiller(student, teacher, cfg.distill)
     steps = cfg.num_train_steps
     model.compile(optimizer=create_optimizer(cfg.train.learning_rate or 1e-4, steps,

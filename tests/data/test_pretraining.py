@@ -89,6 +89,21 @@ def test_output_is_deterministic_for_a_seed(small_corpus, tokenizer, tmp_path):
     assert digest(tmp_path / "a", 1) != digest(tmp_path / "c", 2)
 
 
+def test_two_processes_write_the_same_bytes(small_corpus, tmp_path, run_python):
+    """Protocol buffers order a map's entries differently in every process
+    unless asked not to: the shards are the same bytes, not only the same examples."""
+    source = f"""
+import hashlib, tempfile
+from tfbert.data.pretraining import write_pretraining_data
+from tfbert.text.tokenizer import BertTokenizer
+out = tempfile.mkdtemp(dir={str(tmp_path)!r})
+write_pretraining_data({small_corpus!r}, out, BertTokenizer(vocab_file={str(VOCAB)!r}),
+                       max_seq_length=32, log=lambda *_: None)
+print(hashlib.sha256(open(out + "/pretrain-00000-of-00001.tfrecord", "rb").read()).hexdigest())
+"""
+    assert run_python(source) == run_python(source)
+
+
 def test_mlm_only_fills_segments_from_contiguous_text_and_splits_long_lines():
     docs = [[list(range(1, 200))]]  # one line far longer than max_seq_length
     builder = InstanceBuilder(max_seq_length=32, short_seq_prob=0.0, use_nsp=False)
@@ -273,3 +288,39 @@ def test_eval_split_holds_out_whole_documents(small_corpus, tokenizer, tmp_path)
     write_pretraining_data(small_corpus, str(tmp_path), tokenizer, max_seq_length=64,
                            eval_fraction=0.0, log=lambda *_: None)
     assert not list((tmp_path / "eval").iterdir())
+
+
+def test_use_nsp_is_a_deprecated_alias_of_next_sentence_task_that_warns_once():
+    import warnings
+
+    from tfbert.data import pretraining_instances
+
+    pretraining_instances._WARNED.clear()
+    with pytest.warns(FutureWarning, match="use_nsp is deprecated: set next_sentence_task"):
+        assert InstanceBuilder(32, use_nsp=False).task == "none"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once a process: no second warning
+        assert InstanceBuilder(32, use_nsp=False).task == "none"
+        assert InstanceBuilder(32, use_nsp=True).task == "nsp"
+        assert InstanceBuilder(32, next_sentence_task="sop").task == "sop"
+
+
+def test_the_summary_accounts_for_every_document(tokenizer, tmp_path):
+    """With SOP, a document of one one-token sentence gives no instance; a
+    document of characters without tokens is empty. Both are counted, by
+    reason, in the summary of pretraining_data.json (as the Beam runner's)."""
+    documents = CORPUS.read_text(encoding="utf-8").split("\n\n")[:40]
+    documents += ["\u200b"] * 3 + ["The"] * 4  # "the": one token
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n\n".join(documents) + "\n", encoding="utf-8")
+    meta = write_pretraining_data(str(corpus), str(tmp_path / "out"), tokenizer, max_seq_length=32,
+                                  next_sentence_task="sop", eval_fraction=0.1, log=lambda *_: None)
+    summary = json.loads((tmp_path / "out" / pretraining.METADATA_FILE).read_text())["summary"]
+    assert summary == meta["summary"] and summary["runner"] == "local writer"
+    sentences = sum(len([s for s in d.split("\n") if s.strip()]) for d in documents)
+    assert summary["files"] == {str(corpus): {"documents": 47, "sentences": sentences}}
+    assert summary["documents_read"] == 47
+    assert summary["documents_skipped"] == {"empty": 3, "one_sentence": 4, "no_instance": 0}
+    assert sum(summary["documents"].values()) == 40 and summary["documents"]["eval"] > 0
+    assert summary["instances"] == {"train": meta["instances"], "eval": meta["eval_instances"]}
+    assert summary["num_shards"] == {"train": 1, "eval": 1}

@@ -4,8 +4,9 @@
     python tools/create_pretraining_data.py --runner=DirectRunner \
         --input_files='corpus/*.txt' --vocab_file=vocab.txt --output_dir=data/
 
-The same reading, tokenizer, `InstanceBuilder`, masking and shard format as
-the local writer (`tfbert.data.pretraining`); only the plumbing is Beam's:
+The Beam runner of `tfbert.data.pretraining.write_shards`: the same reading,
+tokenizer, `InstanceBuilder`, masking, shard format, checks and metadata as
+the local writer; only the plumbing is Beam's:
 
     files -> batches of documents (cut while reading) -> token ids ----> instances
                                    \\-> reservoir sample (side input: random "next")
@@ -41,7 +42,6 @@ import collections
 import io
 import json
 import random
-import shlex
 import types
 import uuid
 
@@ -50,16 +50,21 @@ try:
 except ImportError:  # the module imports without Beam; running it says what to install
     beam = None
 
-from tfbert.data import pretraining as local
+from tfbert.beam_runner import DataLossError, pipeline_options, run_to_completion, runner_label
+from tfbert.data.pretraining import RunCounts, check_settings, run_summary, write_shards
+from tfbert.data.pretraining_documents import (decode_document, documents_from_lines,
+                                               encode_document, sentence_tokenizer,
+                                               tokenize_documents)
+from tfbert.data.pretraining_instances import (InstanceBuilder, NoOtherDocumentError,
+                                               decode_instance, draw_other_document,
+                                               encode_instance, next_sentence_task_or_use_nsp)
+from tfbert.data.pretraining_records import (EVAL_DIR, SHARD_PATTERN, RecordFormat, empty_stats,
+                                             serialize_instances)
 
 STATS_FILE = "stats.json"
 SPLITS = ("train", "eval")
 SKIP_REASONS = ("empty", "one_sentence", "no_instance")
 _DoFn = beam.DoFn if beam is not None else object
-
-
-class DataLossError(RuntimeError):
-    """A stage of the pipeline passed on fewer (or more) elements than it got."""
 
 
 def _require_beam():
@@ -105,7 +110,7 @@ def _read_file(item, batch_size):
     batch, documents, sentences = [], 0, 0
     with FileSystems.open(path) as raw:
         lines = io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
-        for document in local.documents_from_lines(lines):
+        for document in documents_from_lines(lines):
             batch.append(document)
             documents += 1
             sentences += len(document)
@@ -134,11 +139,11 @@ class _Tokenize(_DoFn):
             from tfbert.text.tokenizer import BertTokenizer
 
             self._tokenizer = BertTokenizer(vocabulary=self.vocabulary, lower_case=self.lower_case)
-            self._tokenize = local._sentence_tokenizer(self._tokenizer)
+            self._tokenize = sentence_tokenizer(self._tokenizer)
         file_index, first, documents = batch
         stats = collections.Counter()
         kept = []
-        tokenized = local._tokenize_documents(self._tokenize, documents)
+        tokenized = tokenize_documents(self._tokenize, documents)
         for j, (text, document) in enumerate(zip(documents, tokenized)):
             stats["sentences_without_tokens"] += len(text) - len(document)
             if not document:
@@ -150,7 +155,7 @@ class _Tokenize(_DoFn):
             split = "eval" if self.eval_fraction and draw < self.eval_fraction else "train"
             stats[f"{split}.documents"] += 1
             stats[f"{split}.sentences"] += len(document)
-            kept.append((key, split, local.encode_document(document)))
+            kept.append((key, split, encode_document(document)))
         yield kept
         yield dict(stats)
 
@@ -168,39 +173,30 @@ class _Instances(_DoFn):
     def process(self, batch, pool):
         if self._builder is None:
             # One builder per worker: its running label balance keeps NSP/SOP at 50%.
-            self._builder = local.InstanceBuilder(
+            self._builder = InstanceBuilder(
                 self.cfg.max_seq_length, self.cfg.short_seq_prob,
                 rng=random.Random(f"{self.cfg.seed}-{uuid.uuid4()}"),
                 next_sentence_task=self.task)
         stats = collections.Counter()
         for key, split, encoded in batch:
-            document = local.decode_document(encoded)
+            document = decode_document(encoded)
             stats[f"built/{split}/documents"] += 1
             built = 0
             for _ in range(self.cfg.dupe_factor):
                 try:
                     instances = self._builder.instances(
-                        document, lambda: self._random_document(pool, key))
-                except ValueError:  # NSP and no other document: the driver says so
+                        document, lambda: draw_other_document(pool, key, self._builder.rng))
+                except NoOtherDocumentError:  # write_shards says so
                     stats["no_other_document"] += 1
                     break
                 for a, b, label in instances:
-                    yield split, local.encode_instance(a, b, label)
+                    yield split, encode_instance(a, b, label)
                 built += len(instances)
             stats[f"built/{split}/instances"] += built
             stats[f"built/{split}/used"] += bool(built)
             if not built:
                 stats["skipped/one_sentence" if len(document) == 1 else "skipped/no_instance"] += 1
         yield dict(stats)
-
-    def _random_document(self, pool, key):
-        """A document of the pool other than `key` (None if there is none)."""
-        if len(pool) - any(k == key for k, _ in pool) < 1:
-            return None
-        while True:
-            k, encoded = pool[self._builder.rng.randrange(len(pool))]
-            if k != key:
-                return local.decode_document(encoded)
 
 
 class _WriteShard(_DoFn):
@@ -229,14 +225,14 @@ class _WriteShard(_DoFn):
                 self._masker = MaskedLMMasker.from_vocab(
                     self._vocab, max_predictions=self.cfg.max_predictions_per_seq,
                     mask_rate=self.cfg.masked_lm_prob, strategy=self.cfg.masking_strategy)
-        instances = [local.decode_instance(e) for e in encoded]
+        instances = [decode_instance(e) for e in encoded]
         random.Random(f"{self.cfg.seed}-{split}-{shard}").shuffle(instances)
-        stats = local.empty_stats()
-        directory = self.directory + ("/" + local.EVAL_DIR if split == "eval" else "")
-        path = f"{directory}/{local.SHARD_PATTERN.format(shard, shards)}"
+        stats = empty_stats()
+        directory = self.directory + ("/" + EVAL_DIR if split == "eval" else "")
+        path = f"{directory}/{SHARD_PATTERN.format(shard, shards)}"
         with tf.io.TFRecordWriter(path + ".tmp") as writer:
             for start in range(0, len(instances), 1024):
-                records = local.serialize_instances(
+                records = serialize_instances(
                     instances[start:start + 1024], self.cfg.max_seq_length, self._vocab,
                     self._masker, self.mask_seed, shard * 2**20 + start, stats)
                 for record in records:
@@ -359,101 +355,44 @@ def check_counts(totals, files, runner):
             raise DataLossError(
                 f"Beam's {runner} lost data: {a} {what_a} but {b} {what_b}; the output "
                 "directory was left as it was.")
-    return {
-        "runner": runner,
-        "files": per_file,
-        "documents_read": read,
-        "sentences_read": sentences,
-        "documents_skipped": {r: get(f"skipped/{r}") for r in SKIP_REASONS},
-        "documents": {s: get(f"built/{s}/used") for s in SPLITS},  # that gave instances
-        "instances": {s: get(f"{s}.instances") for s in SPLITS},
-        "num_shards": {"train": 0, "eval": 0},  # filled in by the caller
-    }
-
-
-def _pipeline(cfg):
-    """(runner, options) for `beam.Pipeline` from `cfg.runner`,
-    `cfg.dask_address` and `cfg.beam_pipeline_options`."""
-    from apache_beam.options.pipeline_options import PipelineOptions
-
-    args = shlex.split(cfg.beam_pipeline_options)
-    dask_address = getattr(cfg, "dask_address", "")
-    if cfg.runner not in ("DaskRunner", "apache_beam.runners.dask.dask_runner.DaskRunner"):
-        if dask_address:
-            raise ValueError(f"--dask_address is for --runner=DaskRunner, not {cfg.runner}.")
-        return cfg.runner, PipelineOptions(args + [f"--runner={cfg.runner}"])
-    try:
-        from apache_beam.runners.dask.dask_runner import DaskRunner
-        import dask.distributed  # noqa: F401
-    except ImportError:
-        raise ImportError("--runner=DaskRunner needs dask.distributed: "
-                          "pip install \"dask[distributed]\".") from None
-    if dask_address:
-        args.append(f"--dask_client_address={dask_address}")
-    if not any(a.startswith(("--dask_npartitions", "--dask_partition_size")) for a in args):
-        # One file per Dask partition (Beam's default puts 128 files in one), so the files
-        # are read on all workers: the DaskRunner treats Reshuffle as a no-op.
-        args.append("--dask_partition_size=1")
-    # Beam 2.77's PipelineOptions refuses the short name "DaskRunner": pass the runner itself.
-    return DaskRunner(), PipelineOptions(args)
-
-
-def _runner_label(cfg, options):
-    """"DaskRunner at tcp://...", "DirectRunner, multi_processing x 2", ... for the summary."""
-    name = cfg.runner.rsplit(".", 1)[-1]
-    found = options.get_all_options()
-    if name == "DaskRunner":
-        return f"{name} at {found.get('address') or 'a new local cluster'}"
-    if name in ("DirectRunner", "BundleBasedDirectRunner", "SwitchingDirectRunner"):
-        mode = found.get("direct_running_mode") or "in_memory"
-        if mode != "in_memory":
-            return f"{name}, {mode} x {found.get('direct_num_workers') or 1}"
-    return name
-
-
-def run_to_completion(pipeline):
-    """Runs `pipeline` and waits for it; the DaskRunner's client, which the
-    runner leaves open, is closed either way."""
-    result = pipeline.run()
-    try:
-        result.wait_until_finish()
-    finally:
-        client = getattr(result, "client", None)
-        if client is not None:
-            client.close()
-    return result
+    return run_summary(
+        runner, per_file,
+        skipped={r: get(f"skipped/{r}") for r in SKIP_REASONS},
+        documents={s: get(f"built/{s}/used") for s in SPLITS},
+        instances={s: get(f"{s}.instances") for s in SPLITS},
+        num_shards={"train": 0, "eval": 0})  # filled in by the caller
 
 
 def run_pipeline(cfg, log=print, between=None):
     """Runs the pipeline for a `CreateDataConfig` (`cfg.runner`,
-    `cfg.beam_pipeline_options`, `cfg.dask_address`); checks that no stage
-    lost data, moves the shards into `cfg.output_dir`, writes
-    `pretraining_data.json` (with a `summary` of the counts), returns it.
-    Errors are one line."""
+    `cfg.beam_pipeline_options`, `cfg.dask_address`) through
+    `tfbert.data.pretraining.write_shards`; checks that no stage lost data,
+    so the shards in `cfg.output_dir` and its `pretraining_data.json` (with a
+    `summary` of the counts) are replaced only by a complete run. Returns the
+    metadata. Errors are one line."""
     _require_beam()
     import tensorflow as tf
 
     from tfbert.text.vocab import load_vocab
 
-    task = local.resolve_next_sentence_task(cfg.next_sentence_task or None, cfg.use_nsp)
-    if cfg.dupe_factor < 1 or cfg.num_shards < 1 or cfg.buffer_documents < 1:
-        raise ValueError("dupe_factor, num_shards and buffer_documents must be >= 1.")
-    if not 0.0 <= cfg.eval_fraction < 1.0:
-        raise ValueError(f"eval_fraction must be in [0, 1), got {cfg.eval_fraction}.")
+    check_settings(cfg.dupe_factor, cfg.num_shards, cfg.buffer_documents,
+                         cfg.eval_fraction)
+    task = next_sentence_task_or_use_nsp(cfg.next_sentence_task or None,
+                                         None if cfg.use_nsp else False)
     files = match_files(cfg.input_files)
     vocab = load_vocab(cfg.vocab_file)  # checks the special tokens, naming the file
+    max_predictions = None
     if cfg.static_masking:
         from tfbert.text.masking import MaskedLMMasker
 
         MaskedLMMasker.from_vocab(vocab, max_predictions=cfg.max_predictions_per_seq,
                                   mask_rate=cfg.masked_lm_prob, strategy=cfg.masking_strategy)
-    runner, options = _pipeline(cfg)
+        max_predictions = cfg.max_predictions_per_seq
+    runner, options = pipeline_options(cfg.runner, cfg.beam_pipeline_options, cfg.dask_address)
     runner_name = cfg.runner.rsplit(".", 1)[-1]
-    label = _runner_label(cfg, options)
-    output_dir = cfg.output_dir.rstrip("/")
-    work_dir = f"{output_dir}/.tmp-beam-{uuid.uuid4().hex[:8]}"
-    tf.io.gfile.makedirs(work_dir + "/" + local.EVAL_DIR)
-    try:
+    label = runner_label(cfg.runner, options)
+
+    def write(work_dir):
         pipeline = beam.Pipeline(runner=runner, options=options)
         build_pipeline(pipeline, cfg, files, vocab.tokens, task, work_dir, between)
         run_to_completion(pipeline)
@@ -463,68 +402,14 @@ def run_pipeline(cfg, log=print, between=None):
         with tf.io.gfile.GFile(f"{work_dir}/{STATS_FILE}") as f:
             totals = json.load(f)
         summary = check_counts(totals, files, label)
-        stats = {split: {k: int(totals.get(f"{split}.{k}", 0)) for k in local.empty_stats()}
+        stats = {split: {k: int(totals.get(f"{split}.{k}", 0)) for k in empty_stats()}
                  for split in SPLITS}
-        documents = stats["train"]["documents"] + stats["eval"]["documents"]
-        if task == "nsp" and (documents == 1 or totals.get("no_other_document")):
-            raise ValueError(
-                f"{cfg.input_files}: next-sentence pairs need at least 2 documents (blank "
-                f"line between documents); the corpus has {documents}. Add documents or set "
-                "use_nsp=false."
-            )
-        if stats["train"]["instances"] == 0:
-            raise ValueError(
-                f"The corpus {cfg.input_files} gave no pretraining instances: it is empty or "
-                "has no tokens (one sentence per line, blank line between documents)."
-            )
-        summary["num_shards"] = {"train": cfg.num_shards, "eval": 1 if stats["eval"]["instances"] else 0}
-        masker_meta = _MaskerMeta(cfg) if cfg.static_masking else None
-        metadata = None
-        for split, directory, shards in (("train", output_dir, cfg.num_shards),
-                                         ("eval", f"{output_dir}/{local.EVAL_DIR}", 1)):
-            if not stats[split]["instances"]:
-                # An earlier run's held-out split would be evaluated as this one's.
-                for path in tf.io.gfile.glob(f"{directory}/pretrain-*-of-*.tfrecord"):
-                    tf.io.gfile.remove(path)
-                if tf.io.gfile.exists(f"{directory}/{local.METADATA_FILE}"):
-                    tf.io.gfile.remove(f"{directory}/{local.METADATA_FILE}")
-                continue
-            tf.io.gfile.makedirs(directory)
-            names = [local.SHARD_PATTERN.format(i, shards) for i in range(shards)]
-            source = work_dir + ("/" + local.EVAL_DIR if split == "eval" else "")
-            for name in names:
-                if not tf.io.gfile.exists(f"{source}/{name}"):  # no instance drew this shard
-                    tf.io.TFRecordWriter(f"{source}/{name}").close()
-                tf.io.gfile.rename(f"{source}/{name}", f"{directory}/{name}", overwrite=True)
-            for path in tf.io.gfile.glob(f"{directory}/pretrain-*-of-*.tfrecord"):
-                if path.rsplit("/", 1)[-1] not in names:  # an earlier run's shard count
-                    tf.io.gfile.remove(path)
-            meta = local.data_metadata(cfg.max_seq_length, task, masker_meta, vocab.vocab_size,
-                                       cfg.seed, names, stats[split], split=split,
-                                       runner=runner_name, summary=summary)
-            if split == "train":
-                metadata = meta
-                if stats["eval"]["instances"]:
-                    meta["eval_instances"] = stats["eval"]["instances"]
-            with tf.io.gfile.GFile(f"{directory}/{local.METADATA_FILE}.tmp", "w") as f:
-                f.write(json.dumps(meta, indent=2))
-            tf.io.gfile.rename(f"{directory}/{local.METADATA_FILE}.tmp",
-                               f"{directory}/{local.METADATA_FILE}", overwrite=True)
-    finally:
-        if tf.io.gfile.exists(work_dir):
-            tf.io.gfile.rmtree(work_dir)
-    held_out = (f"; {stats['eval']['instances']} held out in {local.EVAL_DIR}/"
-                if stats["eval"]["instances"] else "")
-    pair = {"nsp": "random-next", "sop": "swapped", "none": "no pair label"}[task]
-    train = stats["train"]
-    log(f"Wrote {train['instances']} instances from {train['documents']} documents "
-        f"({train['random_next']} {pair}) to {cfg.num_shards} shard(s) in {output_dir} "
-        f"with Beam's {runner_name}{held_out}.")
-    return metadata
+        summary["num_shards"] = {"train": cfg.num_shards,
+                                 "eval": 1 if stats["eval"]["documents"] else 0}
+        return RunCounts(stats, summary, int(totals.get("no_other_document", 0)),
+                         {"runner": runner_name})
 
-
-class _MaskerMeta:
-    """What `data_metadata` reads of a masker."""
-
-    def __init__(self, cfg):
-        self.max_predictions = cfg.max_predictions_per_seq
+    record_format = RecordFormat(cfg.max_seq_length, task, max_predictions,
+                                       vocab.vocab_size, cfg.seed)
+    return write_shards(write, cfg.input_files, cfg.output_dir, record_format,
+                              cfg.num_shards, log, runner_note=f" with Beam's {runner_name}")

@@ -71,6 +71,14 @@ def _format_of(path, fmt):
     return fmt
 
 
+def jsonl_rows(path):
+    """Yields `(line number, dict)` of a JSONL file (blank lines skipped);
+    a missing or empty file, bad JSON, a row that is not an object or text
+    that is not UTF-8 is a one-line error naming the file and line."""
+    _check_file(path)
+    yield from _rows(path, "jsonl")
+
+
 def _rows(path, fmt):
     """Yields (line_number, row): a list of fields (tsv/csv) or a dict (jsonl).
     A UTF-8 byte-order mark (Excel, Notepad) is skipped."""

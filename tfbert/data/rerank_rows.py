@@ -72,9 +72,8 @@ def _text(row, key, where):
 def read_rerank_rows(path, query_column="query", passage_column="passage", label_column="label",
                      positive_column="positive", negatives_column="negatives"):
     """Reads a JSONL file of pointwise or listwise rows (see module doc)."""
-    readers._check_file(path)
     rows = RerankRows(path=path, kind="", query=[], line=[])
-    for n, row in readers._rows(path, "jsonl"):
+    for n, row in readers.jsonl_rows(path):
         where = f"{path}, line {n}"
         kind = "listwise" if positive_column in row else (
             "pointwise" if passage_column in row else None)

@@ -24,7 +24,7 @@ import unicodedata
 import numpy as np
 import pytest
 
-from benchmarks.docstring_pairs import docstring_pairs, stdlib_objects
+from tfbert.datasets.docstring_pairs import docstring_pairs, stdlib_objects
 from tfbert import SentenceEncoder
 from tfbert.convert import from_huggingface
 from tfbert.metrics.retrieval import retrieval_metrics

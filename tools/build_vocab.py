@@ -18,16 +18,20 @@ from absl import app, flags
 
 from tfbert import experiment
 from tfbert.atomic import write_text
+from tfbert.text.vocab import SPECIAL_TOKENS
 
 
 @dataclasses.dataclass
 class BuildVocabConfig:
     input_files: str = ""
     output_file: str = ""
-    vocab_size: int = 30522
+    vocab_size: int = experiment.at_least(len(SPECIAL_TOKENS) + 1, 30522)
     lower_case: bool = True
-    max_unique_chars: int = 1000
-    max_lines: int = 0  # 0: read everything
+    max_unique_chars: int = experiment.at_least(1, 1000)
+    max_lines: int = experiment.at_least(0, 0)  # 0: read everything
+
+    def __post_init__(self):
+        experiment.validate(self)
 
 
 flags.DEFINE_string("config", None, "YAML file with BuildVocabConfig fields.")

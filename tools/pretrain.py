@@ -46,7 +46,7 @@ flags.DEFINE_string("export_dir", None, "Where --export_step writes (default "
                     "<model_dir>/pretrained-step-<step>).")
 _DIRECT_FLAGS = (
     "model_dir", "train_files", "vocab_file", "init_checkpoint", "num_train_steps",
-    "batch_size", "learning_rate", "mixed_precision", "distribution_strategy",
+    "batch_size", "learning_rate", "dtype_policy", "distribution_strategy",
     "jit_compile", "preset", "steps_per_epoch", "seed", "use_nsp", "masking_strategy", "tpu",
     "next_sentence_task", "eval_files",
 )
@@ -55,12 +55,14 @@ for _name in _DIRECT_FLAGS:
     _define = {bool: flags.DEFINE_boolean, int: flags.DEFINE_integer,
                float: flags.DEFINE_float, str: flags.DEFINE_string}[_TYPES[_name]]
     _define(_name, None, f"PretrainConfig.{_name}")
+_OLD_FLAGS = ("mixed_precision",)  # accepted for one release, with a warning
+flags.DEFINE_string("mixed_precision", None, "Deprecated: use --dtype_policy.")
 FLAGS = flags.FLAGS
 
 
 def config_from_flags():
     overrides = experiment.parse_overrides(FLAGS.set)
-    for name in _DIRECT_FLAGS:
+    for name in _DIRECT_FLAGS + _OLD_FLAGS:
         value = getattr(FLAGS, name)
         if value is not None:
             overrides[name] = value

@@ -171,3 +171,37 @@ def test_old_name_is_checked_like_the_new_one_and_not_both():
 
 def test_renamed_keys_of_nested_configs():
     assert experiment.renamed_keys(OuterRenamed) == {"train.warmup_fraction": "train.warmup_ratio"}
+
+
+# === The renamed keys of tfbert's own configs ===
+
+def test_pretrain_and_train_configs_take_their_old_names(tmp_path):
+    from tfbert.tasks.pretrain_experiment import PretrainConfig
+    from tfbert.train.train_config import TrainConfig
+
+    path = tmp_path / "pretrain.yaml"
+    path.write_text("mixed_precision: mixed_bfloat16\nepsilon: 1.0e-7\nnum_warmup_steps: 7\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cfg = experiment.load(PretrainConfig, str(path))
+        train = TrainConfig(warmup_fraction=0.2)
+    assert (cfg.dtype_policy, cfg.adam_epsilon, cfg.warmup_steps) == ("mixed_bfloat16", 1e-7, 7)
+    assert train.warmup_ratio == 0.2
+    assert sorted(str(w.message) for w in caught) == [
+        f"{path}: epsilon is deprecated: use adam_epsilon.",
+        f"{path}: mixed_precision is deprecated: use dtype_policy.",
+        f"{path}: num_warmup_steps is deprecated: use warmup_steps.",
+        "TrainConfig.warmup_fraction is deprecated: use TrainConfig.warmup_ratio."]
+    assert all(w.category is FutureWarning for w in caught)
+
+
+def test_a_run_stored_under_old_names_resumes(tmp_path):
+    from tfbert.tasks.finetune_experiment import FinetuneConfig
+    from tfbert.train.run_config import claim_model_dir
+
+    renamed = experiment.renamed_keys(FinetuneConfig)
+    assert renamed == {"train.warmup_fraction": "train.warmup_ratio"}
+    (tmp_path / "run_config.json").write_text('{"train": {"warmup_fraction": 0.1}}')
+    claim_model_dir(str(tmp_path), {"train": {"warmup_ratio": 0.1}}, renamed=renamed)
+    with pytest.raises(ValueError, match=r"train\.warmup_ratio: 0\.1 -> 0\.2"):
+        claim_model_dir(str(tmp_path), {"train": {"warmup_ratio": 0.2}}, renamed=renamed)

@@ -35,6 +35,7 @@ import dataclasses
 import functools
 import os
 import re
+import sys
 import typing
 import warnings
 
@@ -189,9 +190,19 @@ def new_names(cls, values, where, name):
                              f"name); set {name(new)} only.")
         # FutureWarning, not DeprecationWarning: users of the scripts see it.
         warnings.warn(f"{where(key)} is deprecated: use {name(new)}.", FutureWarning,
-                      stacklevel=3)
+                      stacklevel=_outside_tfbert())
         out[new] = value
     return out
+
+
+def _outside_tfbert():
+    """The `stacklevel` of the caller's caller's first frame outside tfbert/
+    (and generated code): the warning points at the user's line."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(2), 2
+    while frame.f_back and (frame.f_code.co_filename.startswith((package, "<"))):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def renamed_keys(cls, prefix=""):

@@ -23,6 +23,7 @@ import time
 
 from tfbert import experiment
 from tfbert.atomic import write_json
+from tfbert.text.masking import STRATEGIES as MASKING_STRATEGIES
 from tfbert.train.strategy import STRATEGIES
 from tfbert.train.train_config import DTYPE_POLICIES
 
@@ -43,7 +44,7 @@ class PretrainConfig:
     # Held-out records evaluated after every epoch; empty: <train dir>/eval/ when
     # it exists; "none": no evaluation.
     eval_files: str = ""
-    masking_strategy: str = experiment.one_of(("token", "whole_word", "span"), "token")
+    masking_strategy: str = experiment.one_of(MASKING_STRATEGIES, "token")
     span_boundary_objective: bool = False  # SpanBERT's SBO; needs masking_strategy: span
     masked_lm_prob: float = experiment.in_range(0.0, 1.0, 0.15, high_open=True)
     max_predictions_per_seq: int = experiment.at_least(1, 20)

@@ -12,7 +12,7 @@ from typing import Optional
 import yaml
 
 from tfbert import experiment
-from tfbert.experiment import at_least, in_range, one_of, positive
+from tfbert.experiment import in_range, one_of, positive
 
 PRESETS = ("tiny", "mini", "small", "medium", "base", "large")
 ACTIVATIONS = ("gelu", "gelu_tanh", "relu")

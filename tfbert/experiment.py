@@ -162,9 +162,11 @@ def renamed(**old_to_new):
         cls.renamed_keys = {**getattr(cls, "renamed_keys", {}), **old_to_new}
         init = cls.__init__
 
+        def name(key):
+            return f"{cls.__name__}.{key}"
+
         @functools.wraps(init)
         def __init__(self, *args, **kwargs):
-            name = lambda key: f"{cls.__name__}.{key}"  # noqa: E731
             init(self, *args, **new_names(cls, kwargs, name, name))
 
         cls.__init__ = __init__
@@ -244,11 +246,11 @@ def from_dict(cls, values, source="config", overridden=(), prefix=""):
     if not isinstance(values, dict):
         raise TypeError(f"{source}: expected a mapping for {cls.__name__}, got {values!r}.")
 
-    def where(name):
+    def written_at(name):
         key = f"{prefix}{name}"
         return f"--set {key}" if key in overridden else f"{source}: {name}"
 
-    values = new_names(cls, values, where, lambda name: f"{prefix}{name}")
+    values = new_names(cls, values, written_at, lambda name: f"{prefix}{name}")
     overridden = set(overridden) | {f"{prefix}{new}" for old, new in
                                     getattr(cls, "renamed_keys", {}).items()
                                     if f"{prefix}{old}" in overridden}
@@ -298,6 +300,30 @@ def load(cls, yaml_path=None, overrides=None):
     for key, value in (overrides or {}).items():
         _set_dotted(values, key, value)
     return from_dict(cls, values, source=yaml_path or "config", overridden=set(overrides or ()))
+
+
+def define_flags(cls, names=None):
+    """An absl flag per field of `cls` (only `names`, when given), default
+    None: a flag not given on the command line leaves the YAML's value."""
+    from absl import flags
+
+    define = {bool: flags.DEFINE_boolean, int: flags.DEFINE_integer,
+              float: flags.DEFINE_float, str: flags.DEFINE_string}
+    for field in dataclasses.fields(cls):
+        if names is None or field.name in names:
+            define[field.type](field.name, None,
+                               f"{cls.__name__}.{field.name} (default {field.default!r}).")
+
+
+def load_flags(cls, flag_values, names=None):
+    """`(config, overrides)`: `cls` from the `--config` YAML, then `--set`,
+    then the flags `names` (default: one per field) given on the command line."""
+    overrides = parse_overrides(flag_values.set)
+    for name in names or [f.name for f in dataclasses.fields(cls)]:
+        value = getattr(flag_values, name)
+        if value is not None:
+            overrides[name] = value
+    return load(cls, flag_values.config, overrides), overrides
 
 
 def parse_overrides(items):

@@ -36,20 +36,12 @@ class BuildVocabConfig:
 
 flags.DEFINE_string("config", None, "YAML file with BuildVocabConfig fields.")
 flags.DEFINE_multi_string("set", [], "Overrides, key=value (YAML values).")
-for _field in dataclasses.fields(BuildVocabConfig):
-    _define = {bool: flags.DEFINE_boolean, int: flags.DEFINE_integer,
-               str: flags.DEFINE_string}[_field.type]
-    _define(_field.name, None, f"BuildVocabConfig.{_field.name} (default {_field.default!r}).")
+experiment.define_flags(BuildVocabConfig)
 FLAGS = flags.FLAGS
 
 
 def config_from_flags():
-    overrides = experiment.parse_overrides(FLAGS.set)
-    for field in dataclasses.fields(BuildVocabConfig):
-        value = getattr(FLAGS, field.name)
-        if value is not None:
-            overrides[field.name] = value
-    return experiment.load(BuildVocabConfig, FLAGS.config, overrides)
+    return experiment.load_flags(BuildVocabConfig, FLAGS)[0]
 
 
 def resolve(patterns):

@@ -77,20 +77,12 @@ class CreateDataConfig:
 
 flags.DEFINE_string("config", None, "YAML file with CreateDataConfig fields.")
 flags.DEFINE_multi_string("set", [], "Overrides, key=value (YAML values).")
-for _field in dataclasses.fields(CreateDataConfig):
-    _define = {bool: flags.DEFINE_boolean, int: flags.DEFINE_integer,
-               float: flags.DEFINE_float, str: flags.DEFINE_string}[_field.type]
-    _define(_field.name, None, f"CreateDataConfig.{_field.name} (default {_field.default!r}).")
+experiment.define_flags(CreateDataConfig)
 FLAGS = flags.FLAGS
 
 
 def config_from_flags():
-    overrides = experiment.parse_overrides(FLAGS.set)
-    for field in dataclasses.fields(CreateDataConfig):
-        value = getattr(FLAGS, field.name)
-        if value is not None:
-            overrides[field.name] = value
-    return experiment.load(CreateDataConfig, FLAGS.config, overrides)
+    return experiment.load_flags(CreateDataConfig, FLAGS)[0]
 
 
 def run(cfg):

@@ -97,12 +97,9 @@ FLAGS = flags.FLAGS
 
 
 def load_config():
-    overrides = experiment.parse_overrides(FLAGS.set)
-    for name in ("teacher", "every_k", "output_dir", "init_checkpoint", "model_dir",
-                 "export_dir", "transfer_file"):
-        if getattr(FLAGS, name) is not None:
-            overrides[name] = getattr(FLAGS, name)
-    return experiment.load(DistillToolConfig, FLAGS.config, overrides), overrides
+    return experiment.load_flags(DistillToolConfig, FLAGS, (
+        "teacher", "every_k", "output_dir", "init_checkpoint", "model_dir", "export_dir",
+        "transfer_file"))
 
 
 def student_config(cfg):

@@ -103,12 +103,7 @@ FLAGS = flags.FLAGS
 
 
 def config_from_flags():
-    overrides = experiment.parse_overrides(FLAGS.set)
-    for field in dataclasses.fields(ExportConfig):
-        value = getattr(FLAGS, field.name)
-        if value is not None:
-            overrides[field.name] = value
-    return experiment.load(ExportConfig, FLAGS.config, overrides)
+    return experiment.load_flags(ExportConfig, FLAGS)[0]
 
 
 def check(path):

@@ -91,6 +91,9 @@ def test_bad_yaml_and_missing_file(tmp_path):
     path.write_text("- 1\n- 2\n")
     with pytest.raises(TypeError, match="expected a mapping"):
         BertConfig.from_yaml(str(path))
+    with pytest.raises(TypeError, match=r"^c\.json: expected a mapping of BertConfig fields, "
+                                        r"got NoneType\.$"):
+        BertConfig.from_dict(None, source="c.json")
 
 
 def test_unknown_preset():

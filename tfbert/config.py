@@ -76,6 +76,9 @@ class BertConfig:
     @classmethod
     def from_dict(cls, values, source="config"):
         """Builds a config from a mapping; unknown keys are an error."""
+        if not isinstance(values, dict):  # e.g. a config.json without its "encoder"
+            raise TypeError(f"{source}: expected a mapping of BertConfig fields, "
+                            f"got {type(values).__name__}.")
         return experiment.from_dict(cls, values, source=source)
 
     @classmethod

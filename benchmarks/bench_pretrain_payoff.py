@@ -24,9 +24,6 @@ Writes a table (the lines returned) and a PNG of dev accuracy against steps,
 one curve per label budget.
 """
 
-import ast
-import collections
-import functools
 import glob
 import gzip
 import os
@@ -39,66 +36,12 @@ import tempfile
 import time
 
 from tfbert.atomic import atomic_file
+from tfbert.datasets.docstring_families import (family_of, family_sentences, sentences_of,
+                                                stdlib_docstrings)
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-# The task's classes: module families of the standard library (file or package names).
-FAMILIES = {
-    "files_os": ("os", "shutil", "pathlib", "glob", "tempfile", "fnmatch", "filecmp", "stat",
-                 "fileinput", "zipfile", "tarfile", "posixpath", "genericpath", "ntpath"),
-    "network_mail": ("socket", "ssl", "http", "urllib", "email", "smtplib", "ftplib", "imaplib",
-                     "poplib", "xmlrpc", "socketserver", "mailbox", "nntplib", "mimetypes"),
-    "text": ("re", "string", "textwrap", "difflib", "codecs", "locale", "gettext", "html", "csv",
-             "shlex", "sre_parse", "sre_compile", "unicodedata", "tokenize"),
-    "numbers_dates": ("decimal", "_pydecimal", "fractions", "statistics", "random", "numbers",
-                      "heapq", "bisect", "datetime", "_pydatetime", "calendar", "_strptime",
-                      "colorsys", "cmath"),
-    "concurrency": ("threading", "multiprocessing", "asyncio", "concurrent", "queue",
-                    "subprocess", "sched", "selectors", "_threading_local", "signal"),
-}
-SKIP = ("test", "idlelib", "tkinter", "turtledemo", "lib2to3", "site-packages", "dist-packages",
-        "ensurepip", "__pycache__")
-SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\"'`])")
-
-
-def sentences_of(text):
-    """Prose paragraphs -> sentences (code, tables and doctest lines dropped)."""
-    out = []
-    for paragraph in re.split(r"\n\s*\n", text):
-        lines = paragraph.strip().splitlines()
-        if not lines or any(l.lstrip().startswith((">>>", "...", "$ ", "#", "|", "+--")) for l in lines):
-            continue
-        if paragraph.startswith(("    ", "\t")) or "****" in paragraph or "====" in paragraph:
-            continue
-        text = " ".join(" ".join(lines).split())
-        out += [s for s in SENTENCE.split(text) if len(s.split()) >= 3]
-    return out
-
-
-def family_of(path, stdlib):
-    top = os.path.relpath(path, stdlib).split(os.sep)[0].removesuffix(".py")
-    for family, modules in FAMILIES.items():
-        if top in modules:
-            return family
-    return None
-
-
-def stdlib_docstrings():
-    """`(path, [docstring, ...])` for every standard-library source file."""
-    stdlib = sysconfig.get_paths()["stdlib"]
-    for path in sorted(glob.glob(os.path.join(stdlib, "**", "*.py"), recursive=True)):
-        if any(part in SKIP for part in os.path.relpath(path, stdlib).split(os.sep)):
-            continue
-        try:
-            with open(path, encoding="utf-8") as f:
-                tree = ast.parse(f.read())
-        except (SyntaxError, UnicodeDecodeError, ValueError):
-            continue
-        docs = [ast.get_docstring(n) for n in ast.walk(tree)
-                if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))]
-        yield path, [d for d in docs if d]
 
 
 def share_doc_documents(max_bytes):
@@ -122,22 +65,6 @@ def share_doc_documents(max_bytes):
             yield sentences
             if total >= max_bytes:
                 return
-
-
-@functools.lru_cache(maxsize=1)  # parsing the stdlib takes seconds; callers copy the lists
-def family_sentences():
-    """`{family: sorted distinct sentences}` of the task's module families
-    (5 to 60 words, no tabs: they go into TSV rows). Also the sentences of
-    `benchmarks/docstring_task.py`."""
-    stdlib = sysconfig.get_paths()["stdlib"]
-    by_family = collections.defaultdict(set)
-    for path, docstrings in stdlib_docstrings():
-        family = family_of(path, stdlib)
-        if family:
-            for doc in docstrings:
-                by_family[family].update(s for s in sentences_of(doc)
-                                         if 5 <= len(s.split()) <= 60 and "\t" not in s)
-    return {family: sorted(s) for family, s in sorted(by_family.items())}
 
 
 def build_data(work, max_doc_bytes=4_000_000, per_class=400, seed=0):

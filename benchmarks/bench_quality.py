@@ -119,8 +119,8 @@ def task_for(name, data_dir):
 
 def build_data(data_dir):
     from benchmarks.docstring_multilabel import build_multilabel_task
-    from benchmarks.docstring_pairs import docstring_pairs
-    from benchmarks.docstring_task import build_docstring_task
+    from tfbert.datasets.docstring_pairs import docstring_pairs
+    from tfbert.datasets.docstring_families import build_docstring_task
     from benchmarks.long_docs import build_long_docs
     from benchmarks.squad_docs import build_squad_docs
 

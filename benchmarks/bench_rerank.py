@@ -5,7 +5,7 @@ r"""Retrieval quality over seeds: the bi-encoder alone, + tfbert's cross-encoder
     python benchmarks/bench_rerank.py --seeds=0,1,2 --work=/tmp/br
 
 Data: the docstring (summary line, rest of the paragraph) pairs of
-`docstring_pairs.py`: queries are summary lines, not copies of the passages.
+`tfbert.datasets.docstring_pairs`: queries are summary lines, not copies of the passages.
 The first 300 are the test set (300 queries against their 300 passages), the
 other 879 train. Everything starts from all-MiniLM-L6-v2.
 
@@ -47,7 +47,7 @@ JIT = os.environ.get("BENCH_RERANK_XLA", "0") == "1"
 
 def build_data(work, checkpoint, train_rows=None, test_rows=300):
     """Writes train/test pair files and the mined rows; returns their directory."""
-    from benchmarks.docstring_pairs import docstring_pairs
+    from tfbert.datasets.docstring_pairs import docstring_pairs
     from tfbert import SentenceEncoder
     from tfbert.mining import mine_hard_negatives, write_rows
 

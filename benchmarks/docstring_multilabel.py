@@ -27,7 +27,7 @@ import os
 import random
 import re
 
-from benchmarks.docstring_pairs import stdlib_objects
+from tfbert.datasets.docstring_pairs import stdlib_objects
 
 WORDS = 48
 RULES = {

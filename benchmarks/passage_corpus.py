@@ -11,7 +11,8 @@ once, in source order.
 
 import functools
 
-from benchmarks.bench_pretrain_payoff import sentences_of, share_doc_documents, stdlib_docstrings
+from benchmarks.bench_pretrain_payoff import share_doc_documents
+from tfbert.datasets.docstring_families import sentences_of, stdlib_docstrings
 
 
 @functools.lru_cache(maxsize=2)

@@ -98,7 +98,7 @@ def minilm_bi_encoder(minilm_checkpoint):
 @pytest.fixture(scope="session")
 def docstring_rows():
     """200 real (query, passage) pairs from standard-library docstrings."""
-    from benchmarks.docstring_pairs import docstring_pairs
+    from tfbert.datasets.docstring_pairs import docstring_pairs
 
     return [(q, p) for _, q, p in docstring_pairs()[:200]]
 

@@ -45,7 +45,7 @@ def exported(tmp_path_factory):
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     """600 real docstring passages with sparse ids."""
-    from benchmarks.docstring_pairs import docstring_pairs
+    from tfbert.datasets.docstring_pairs import docstring_pairs
 
     texts = [p for _, _, p in docstring_pairs()[:600]]
     ids = [1000 + 7 * i for i in range(len(texts))]

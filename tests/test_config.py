@@ -41,7 +41,7 @@ def test_yaml_round_trip(tmp_path):
 def test_unknown_key_names_the_key_and_file(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("hidden_size: 128\nnum_layer: 2\n")
-    with pytest.raises(ValueError, match=r"bad\.yaml.*unknown BertConfig key.*num_layer"):
+    with pytest.raises(ValueError, match=r"bad\.yaml: unknown key\(s\) \['num_layer'\] for BertConfig"):
         BertConfig.from_yaml(str(path))
 
 
@@ -54,23 +54,34 @@ def test_hidden_not_divisible_by_heads():
                                    "intermediate_size", "max_position_embeddings",
                                    "type_vocab_size"])
 def test_non_positive_sizes_name_the_field(field):
-    with pytest.raises(ValueError, match=f"BertConfig.{field} must be positive"):
+    with pytest.raises(ValueError, match=f"^BertConfig.{field}: must be > 0, got 0.$"):
         BertConfig(**{field: 0})
 
 
 @pytest.mark.parametrize(
-    "changes,error,pattern",
-    [({"num_layers": 2.5}, TypeError, "num_layers must be an int"),
-     ({"num_layers": True}, TypeError, "num_layers must be an int"),
-     ({"hidden_act": "swish"}, ValueError, "hidden_act must be one of"),
-     ({"dropout_rate": 1.0}, ValueError, r"dropout_rate must be in \[0, 1\)"),
-     ({"attention_dropout_rate": -0.1}, ValueError, "attention_dropout_rate"),
-     ({"layer_norm_eps": 0}, ValueError, "layer_norm_eps must be positive"),
-     ({"initializer_range": "0.02"}, TypeError, "initializer_range must be a number")],
+    "changes,pattern",
+    [({"num_layers": 2.5}, "num_layers: expected an integer, got 2.5"),
+     ({"num_layers": True}, "num_layers: expected an integer, got True"),
+     ({"hidden_act": "swish"}, "hidden_act: must be one of"),
+     ({"dropout_rate": 1.0}, r"dropout_rate: must be in \[0.0, 1.0\), got 1.0"),
+     ({"attention_dropout_rate": -0.1}, "attention_dropout_rate: must be in"),
+     ({"layer_norm_eps": 0}, "layer_norm_eps: must be > 0, got 0"),
+     ({"initializer_range": "0.02"}, "initializer_range: expected a number, got '0.02'")],
 )
-def test_bad_values(changes, error, pattern):
-    with pytest.raises(error, match=pattern):
+def test_bad_values(changes, pattern):
+    with pytest.raises(ValueError, match=f"^BertConfig.{pattern}"):
         BertConfig(**changes)
+
+
+def test_bad_value_in_yaml_names_the_file_and_key(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("num_layers: two\n")
+    with pytest.raises(ValueError, match=r"c\.yaml: num_layers: expected an integer, got 'two'"):
+        BertConfig.from_yaml(str(path))
+    path.write_text("hidden_size: 100\nnum_heads: 3\n")
+    with pytest.raises(ValueError, match=r"c\.yaml: BertConfig.hidden_size \(100\) must be "
+                                         r"divisible by BertConfig.num_heads \(3\)"):
+        BertConfig.from_yaml(str(path))
 
 
 def test_bad_yaml_and_missing_file(tmp_path):
@@ -80,6 +91,9 @@ def test_bad_yaml_and_missing_file(tmp_path):
     path.write_text("- 1\n- 2\n")
     with pytest.raises(TypeError, match="expected a mapping"):
         BertConfig.from_yaml(str(path))
+    with pytest.raises(TypeError, match=r"^c\.json: expected a mapping of BertConfig fields, "
+                                        r"got NoneType\.$"):
+        BertConfig.from_dict(None, source="c.json")
 
 
 def test_unknown_preset():

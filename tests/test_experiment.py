@@ -1,4 +1,5 @@
 import dataclasses
+import warnings
 
 import pytest
 
@@ -35,7 +36,8 @@ def test_unknown_keys_are_errors(tmp_path):
     with pytest.raises(ValueError, match=r"exp\.yaml:train.*unknown key.*epoch"):
         experiment.load(Experiment, str(path))
     path.write_text("encoder: {hidden: 4}\n")
-    with pytest.raises(ValueError, match="unknown BertConfig key.*hidden"):
+    with pytest.raises(ValueError, match=r"exp\.yaml:encoder: unknown key\(s\) \['hidden'\] for "
+                                         r"BertConfig; valid keys are \['attention_dropout_rate'"):
         experiment.load(Experiment, str(path))
 
 
@@ -120,3 +122,86 @@ def test_yaml_syntax_errors_are_one_line(tmp_path, text, where):
     with pytest.raises(ValueError, match=where) as info:
         experiment.load(Outer, str(path))
     assert "\n" not in str(info.value)
+
+
+# === Renamed keys: the old name still works, with a one-line warning ===
+
+@experiment.renamed(warmup_fraction="warmup_ratio")
+@dataclasses.dataclass
+class Renamed:
+    warmup_ratio: float = experiment.in_range(0.0, 1.0, 0.1)
+    epochs: int = 3
+
+    def __post_init__(self):
+        experiment.validate(self)
+
+
+@dataclasses.dataclass
+class OuterRenamed:
+    train: Renamed = dataclasses.field(default_factory=Renamed)
+
+
+def test_old_name_in_python_yaml_and_set_warns_naming_the_new_key(tmp_path):
+    with pytest.warns(FutureWarning, match=r"^Renamed\.warmup_fraction is deprecated: use "
+                                           r"Renamed\.warmup_ratio\.$"):
+        assert Renamed(warmup_fraction=0.2) == Renamed(warmup_ratio=0.2)
+    path = tmp_path / "exp.yaml"
+    path.write_text("train: {warmup_fraction: 0.3}\n")
+    with pytest.warns(FutureWarning, match=r"exp\.yaml:train: warmup_fraction is deprecated: "
+                                           r"use train\.warmup_ratio\.$"):
+        assert experiment.load(OuterRenamed, str(path)).train.warmup_ratio == 0.3
+    overrides = experiment.parse_overrides(["train.warmup_fraction=0.4"])
+    with pytest.warns(FutureWarning, match=r"^--set train\.warmup_fraction is deprecated: use "
+                                           r"train\.warmup_ratio\.$"):
+        assert experiment.load(OuterRenamed, str(path), overrides).train.warmup_ratio == 0.4
+
+
+def test_old_name_is_checked_like_the_new_one_and_not_both():
+    overrides = experiment.parse_overrides(["train.warmup_fraction=2"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        with pytest.raises(ValueError, match=r"^--set train\.warmup_ratio=2: must be in "
+                                             r"\[0\.0, 1\.0\], got 2\.0\.$"):
+            experiment.load(OuterRenamed, None, overrides)
+    with pytest.raises(ValueError, match=r"^Renamed\.warmup_fraction and Renamed\.warmup_ratio are "
+                                         r"one setting \(warmup_fraction is its old name\); set "
+                                         r"Renamed\.warmup_ratio only\.$"):
+        Renamed(warmup_fraction=0.2, warmup_ratio=0.3)
+
+
+def test_renamed_keys_of_nested_configs():
+    assert experiment.renamed_keys(OuterRenamed) == {"train.warmup_fraction": "train.warmup_ratio"}
+
+
+# === The renamed keys of tfbert's own configs ===
+
+def test_pretrain_and_train_configs_take_their_old_names(tmp_path):
+    from tfbert.tasks.pretrain_experiment import PretrainConfig
+    from tfbert.train.train_config import TrainConfig
+
+    path = tmp_path / "pretrain.yaml"
+    path.write_text("mixed_precision: mixed_bfloat16\nepsilon: 1.0e-7\nnum_warmup_steps: 7\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cfg = experiment.load(PretrainConfig, str(path))
+        train = TrainConfig(warmup_fraction=0.2)
+    assert (cfg.dtype_policy, cfg.adam_epsilon, cfg.warmup_steps) == ("mixed_bfloat16", 1e-7, 7)
+    assert train.warmup_ratio == 0.2
+    assert sorted(str(w.message) for w in caught) == [
+        f"{path}: epsilon is deprecated: use adam_epsilon.",
+        f"{path}: mixed_precision is deprecated: use dtype_policy.",
+        f"{path}: num_warmup_steps is deprecated: use warmup_steps.",
+        "TrainConfig.warmup_fraction is deprecated: use TrainConfig.warmup_ratio."]
+    assert all(w.category is FutureWarning for w in caught)
+
+
+def test_a_run_stored_under_old_names_resumes(tmp_path):
+    from tfbert.tasks.finetune_experiment import FinetuneConfig
+    from tfbert.train.run_config import claim_model_dir
+
+    renamed = experiment.renamed_keys(FinetuneConfig)
+    assert renamed == {"train.warmup_fraction": "train.warmup_ratio"}
+    (tmp_path / "run_config.json").write_text('{"train": {"warmup_fraction": 0.1}}')
+    claim_model_dir(str(tmp_path), {"train": {"warmup_ratio": 0.1}}, renamed=renamed)
+    with pytest.raises(ValueError, match=r"train\.warmup_ratio: 0\.1 -> 0\.2"):
+        claim_model_dir(str(tmp_path), {"train": {"warmup_ratio": 0.2}}, renamed=renamed)

@@ -11,7 +11,8 @@ from typing import Optional
 
 import yaml
 
-from tfbert.experiment import load_yaml
+from tfbert import experiment
+from tfbert.experiment import in_range, one_of, positive
 
 PRESETS = ("tiny", "mini", "small", "medium", "base", "large")
 ACTIVATIONS = ("gelu", "gelu_tanh", "relu")
@@ -38,19 +39,19 @@ class BertConfig:
     4
     """
 
-    vocab_size: int = 30522
-    hidden_size: int = 768
-    num_layers: int = 12
-    num_heads: int = 12
-    intermediate_size: int = 3072
-    hidden_act: str = "gelu"
-    dropout_rate: float = 0.1
-    attention_dropout_rate: float = 0.1
-    max_position_embeddings: int = 512
-    type_vocab_size: int = 2
-    initializer_range: float = 0.02
-    layer_norm_eps: float = 1e-12
-    embedding_size: Optional[int] = None  # None: = hidden_size (BERT)
+    vocab_size: int = positive(30522)
+    hidden_size: int = positive(768)
+    num_layers: int = positive(12)
+    num_heads: int = positive(12)
+    intermediate_size: int = positive(3072)
+    hidden_act: str = one_of(ACTIVATIONS, "gelu")
+    dropout_rate: float = in_range(0.0, 1.0, 0.1, high_open=True)
+    attention_dropout_rate: float = in_range(0.0, 1.0, 0.1, high_open=True)
+    max_position_embeddings: int = positive(512)
+    type_vocab_size: int = positive(2)
+    initializer_range: float = positive(0.02)
+    layer_norm_eps: float = positive(1e-12)
+    embedding_size: Optional[int] = positive(None)  # None: = hidden_size (BERT)
     share_layers: bool = False
 
     @property
@@ -64,28 +65,21 @@ class BertConfig:
         return self.embedding_size if self.embedding_size is not None else self.hidden_size
 
     def __post_init__(self):
-        _validate(self)
+        experiment.validate(self)
+        if self.hidden_size % self.num_heads:
+            raise ValueError(
+                f"BertConfig.hidden_size ({self.hidden_size}) must be divisible by "
+                f"BertConfig.num_heads ({self.num_heads})."
+            )
 
     # -- Construction -------------------------------------------------------
     @classmethod
     def from_dict(cls, values, source="config"):
         """Builds a config from a mapping; unknown keys are an error."""
-        if not isinstance(values, dict):
-            raise TypeError(
-                f"{source}: expected a mapping of BertConfig fields, "
-                f"got {type(values).__name__}."
-            )
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(
-                f"{source}: unknown BertConfig key(s) {unknown}; "
-                f"valid keys are {sorted(known)}."
-            )
-        try:
-            return cls(**values)
-        except (TypeError, ValueError) as e:
-            raise type(e)(f"{source}: {e}") from None
+        if not isinstance(values, dict):  # e.g. a config.json without its "encoder"
+            raise TypeError(f"{source}: expected a mapping of BertConfig fields, "
+                            f"got {type(values).__name__}.")
+        return experiment.from_dict(cls, values, source=source)
 
     @classmethod
     def from_yaml(cls, path):
@@ -93,10 +87,7 @@ class BertConfig:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"BertConfig file not found: {path}")
         with open(path, encoding="utf-8") as f:
-            try:
-                values = load_yaml(f)
-            except yaml.YAMLError as e:
-                raise ValueError(f"{path}: not valid YAML: {e}") from None
+            values = experiment.load_yaml(f, source=path)
         return cls.from_dict(values if values is not None else {}, source=path)
 
     @classmethod
@@ -110,7 +101,7 @@ class BertConfig:
 
     def replace(self, **changes):
         """A copy with some fields changed (validated like the constructor)."""
-        return type(self).from_dict({**self.to_dict(), **changes}, source="replace()")
+        return type(self).from_dict({**self.to_dict(), **changes}, source="BertConfig.replace()")
 
     def to_dict(self):
         return dataclasses.asdict(self)
@@ -122,54 +113,3 @@ class BertConfig:
 def preset_path(name):
     """Path of a preset YAML shipped with the package (`configs/presets/`)."""
     return str(importlib.resources.files("tfbert.configs") / "presets" / f"{name}.yaml")
-
-
-_INT_FIELDS = (
-    "vocab_size",
-    "hidden_size",
-    "num_layers",
-    "num_heads",
-    "intermediate_size",
-    "max_position_embeddings",
-    "type_vocab_size",
-)
-
-
-def _validate(cfg):
-    for name in _INT_FIELDS:
-        value = getattr(cfg, name)
-        # bool is an int subclass; `num_layers: true` is a typo, not 1.
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"BertConfig.{name} must be an int, got {value!r}.")
-        if value <= 0:
-            raise ValueError(f"BertConfig.{name} must be positive, got {value}.")
-    for name in ("dropout_rate", "attention_dropout_rate"):
-        value = getattr(cfg, name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"BertConfig.{name} must be a number, got {value!r}.")
-        if not 0.0 <= value < 1.0:
-            raise ValueError(f"BertConfig.{name} must be in [0, 1), got {value}.")
-    for name in ("initializer_range", "layer_norm_eps"):
-        value = getattr(cfg, name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"BertConfig.{name} must be a number, got {value!r}.")
-        if value <= 0:
-            raise ValueError(f"BertConfig.{name} must be positive, got {value}.")
-    if cfg.embedding_size is not None:
-        if isinstance(cfg.embedding_size, bool) or not isinstance(cfg.embedding_size, int):
-            raise TypeError(f"BertConfig.embedding_size must be an int or null, "
-                            f"got {cfg.embedding_size!r}.")
-        if cfg.embedding_size <= 0:
-            raise ValueError(f"BertConfig.embedding_size must be positive, got {cfg.embedding_size}.")
-    if not isinstance(cfg.share_layers, bool):
-        raise TypeError(f"BertConfig.share_layers must be true or false, got {cfg.share_layers!r}.")
-    if cfg.hidden_act not in ACTIVATIONS:
-        raise ValueError(
-            f"BertConfig.hidden_act must be one of {list(ACTIVATIONS)}, "
-            f"got {cfg.hidden_act!r}."
-        )
-    if cfg.hidden_size % cfg.num_heads:
-        raise ValueError(
-            f"BertConfig.hidden_size ({cfg.hidden_size}) must be divisible by "
-            f"BertConfig.num_heads ({cfg.num_heads})."
-        )

@@ -4,9 +4,15 @@ A script declares its settings as a (possibly nested) dataclass, loads a YAML
 file onto it and applies `--set key=value` style overrides. Every value is
 checked here, in one place, before a model is built: unknown keys, values of
 the wrong type (from the field's annotation) and values out of range (from
-the field's `positive`/`at_least`/`in_range` declaration) are errors that
-name the key and where it came from (the YAML file, or the `--set` flag).
-YAML syntax errors are one line with file, line and column.
+the field's `positive`/`at_least`/`in_range`/`one_of` declaration) are errors
+that name the key and where it came from (the YAML file, or the `--set`
+flag). YAML syntax errors are one line with file, line and column.
+
+Every config of tfbert (BertConfig, TrainConfig, the task configs, the
+tools' configs) is such a dataclass: its `__post_init__` calls `validate(self)`
+(the field declarations), then checks what spans several fields. A renamed
+field keeps its old name for one release (`renamed`): Python keywords, YAML
+keys and `--set` take it with a one-line FutureWarning naming the new key.
 
 Example:
 >>> @dataclasses.dataclass
@@ -26,9 +32,12 @@ ValueError: Train.epochs: must be >= 1, got 0.
 """
 
 import dataclasses
+import functools
 import os
 import re
+import sys
 import typing
+import warnings
 
 import yaml
 
@@ -134,6 +143,82 @@ def check_value(value, hint, field=None):
     return value
 
 
+def renamed(**old_to_new):
+    """Class decorator of a config dataclass: `old=new` field names. The old
+    name is still accepted (keyword, YAML key, `--set`) with a FutureWarning.
+
+    >>> @renamed(warmup="warmup_steps")
+    ... @dataclasses.dataclass
+    ... class Schedule:
+    ...     warmup_steps: int = 0
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     Schedule(warmup=5).warmup_steps
+    5
+    >>> str(caught[0].message)
+    'Schedule.warmup is deprecated: use Schedule.warmup_steps.'
+    """
+    def decorate(cls):
+        cls.renamed_keys = {**getattr(cls, "renamed_keys", {}), **old_to_new}
+        init = cls.__init__
+
+        def name(key):
+            return f"{cls.__name__}.{key}"
+
+        @functools.wraps(init)
+        def __init__(self, *args, **kwargs):
+            init(self, *args, **new_names(cls, kwargs, name, name))
+
+        cls.__init__ = __init__
+        return cls
+    return decorate
+
+
+def new_names(cls, values, where, name):
+    """`values` with `cls`'s renamed keys under their new names, each old one
+    announced; `where(key)`: where a key was written and its name there,
+    `name(key)`: the name to write instead."""
+    renames = getattr(cls, "renamed_keys", {})
+    if not any(key in renames for key in values):
+        return values
+    out = {}
+    for key, value in values.items():
+        new = renames.get(key)
+        if new is None:
+            out[key] = value
+            continue
+        if new in values:
+            raise ValueError(f"{where(key)} and {name(new)} are one setting ({key} is its old "
+                             f"name); set {name(new)} only.")
+        # FutureWarning, not DeprecationWarning: users of the scripts see it.
+        warnings.warn(f"{where(key)} is deprecated: use {name(new)}.", FutureWarning,
+                      stacklevel=_outside_tfbert())
+        out[new] = value
+    return out
+
+
+def _outside_tfbert():
+    """The `stacklevel` of the caller's caller's first frame outside tfbert/
+    (and generated code): the warning points at the user's line."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(2), 2
+    while frame.f_back and (frame.f_code.co_filename.startswith((package, "<"))):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def renamed_keys(cls, prefix=""):
+    """`{"old.dotted.key": "new.dotted.key"}` of `cls` and its nested config
+    dataclasses (to read a config stored under the old names)."""
+    keys = {f"{prefix}{old}": f"{prefix}{new}"
+            for old, new in getattr(cls, "renamed_keys", {}).items()}
+    hints = typing.get_type_hints(cls)
+    for field in dataclasses.fields(cls):
+        if dataclasses.is_dataclass(hints.get(field.name)):
+            keys.update(renamed_keys(hints[field.name], f"{prefix}{field.name}."))
+    return keys
+
+
 def validate(obj):
     """Checks every field of dataclass `obj` (call it from `__post_init__`);
     errors name `Class.field`."""
@@ -153,14 +238,22 @@ def from_dict(cls, values, source="config", overridden=(), prefix=""):
     """Builds dataclass `cls` from a mapping; nested dataclass fields recurse.
     Each value is checked against its annotation and declared range.
 
-    Classes with their own `from_dict(values, source=...)` (e.g. BertConfig)
-    build themselves. `overridden`: dotted keys that came from `--set`
-    (errors name the flag instead of the file); `prefix`: this mapping's key.
+    `overridden`: dotted keys that came from `--set` (errors name the flag
+    instead of the file); `prefix`: this mapping's key.
     """
     if values is None:
         values = {}
     if not isinstance(values, dict):
         raise TypeError(f"{source}: expected a mapping for {cls.__name__}, got {values!r}.")
+
+    def written_at(name):
+        key = f"{prefix}{name}"
+        return f"--set {key}" if key in overridden else f"{source}: {name}"
+
+    values = new_names(cls, values, written_at, lambda name: f"{prefix}{name}")
+    overridden = set(overridden) | {f"{prefix}{new}" for old, new in
+                                    getattr(cls, "renamed_keys", {}).items()
+                                    if f"{prefix}{old}" in overridden}
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - set(fields))
     if unknown:
@@ -172,10 +265,8 @@ def from_dict(cls, values, source="config", overridden=(), prefix=""):
         hint = hints.get(name)
         key = f"{prefix}{name}"
         if dataclasses.is_dataclass(hint) and isinstance(value, dict):
-            builder = getattr(hint, "from_dict", None)
-            value = (builder(value, source=f"{source}:{name}") if builder
-                     else from_dict(hint, value, source=f"{source}:{name}",
-                                    overridden=overridden, prefix=f"{key}."))
+            value = from_dict(hint, value, source=f"{source}:{name}", overridden=overridden,
+                              prefix=f"{key}.")
         elif hint is not None and not dataclasses.is_dataclass(hint):
             try:
                 value = check_value(value, hint, fields[name])
@@ -184,7 +275,10 @@ def from_dict(cls, values, source="config", overridden=(), prefix=""):
                          else f"{source}: {name}")
                 raise ValueError(f"{where}: {e}.") from None
         kwargs[name] = value
-    return cls(**kwargs)
+    try:
+        return cls(**kwargs)
+    except ValueError as e:  # a check across fields (`__post_init__`): name the file too
+        raise ValueError(f"{source}: {e}") from None
 
 
 def _flag_text(value):
@@ -206,6 +300,30 @@ def load(cls, yaml_path=None, overrides=None):
     for key, value in (overrides or {}).items():
         _set_dotted(values, key, value)
     return from_dict(cls, values, source=yaml_path or "config", overridden=set(overrides or ()))
+
+
+def define_flags(cls, names=None):
+    """An absl flag per field of `cls` (only `names`, when given), default
+    None: a flag not given on the command line leaves the YAML's value."""
+    from absl import flags
+
+    define = {bool: flags.DEFINE_boolean, int: flags.DEFINE_integer,
+              float: flags.DEFINE_float, str: flags.DEFINE_string}
+    for field in dataclasses.fields(cls):
+        if names is None or field.name in names:
+            define[field.type](field.name, None,
+                               f"{cls.__name__}.{field.name} (default {field.default!r}).")
+
+
+def load_flags(cls, flag_values, names=None):
+    """`(config, overrides)`: `cls` from the `--config` YAML, then `--set`,
+    then the flags `names` (default: one per field) given on the command line."""
+    overrides = parse_overrides(flag_values.set)
+    for name in names or [f.name for f in dataclasses.fields(cls)]:
+        value = getattr(flag_values, name)
+        if value is not None:
+            overrides[name] = value
+    return load(cls, flag_values.config, overrides), overrides
 
 
 def parse_overrides(items):

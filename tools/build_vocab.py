@@ -18,34 +18,30 @@ from absl import app, flags
 
 from tfbert import experiment
 from tfbert.atomic import write_text
+from tfbert.text.vocab import SPECIAL_TOKENS
 
 
 @dataclasses.dataclass
 class BuildVocabConfig:
     input_files: str = ""
     output_file: str = ""
-    vocab_size: int = 30522
+    vocab_size: int = experiment.at_least(len(SPECIAL_TOKENS) + 1, 30522)
     lower_case: bool = True
-    max_unique_chars: int = 1000
-    max_lines: int = 0  # 0: read everything
+    max_unique_chars: int = experiment.at_least(1, 1000)
+    max_lines: int = experiment.at_least(0, 0)  # 0: read everything
+
+    def __post_init__(self):
+        experiment.validate(self)
 
 
 flags.DEFINE_string("config", None, "YAML file with BuildVocabConfig fields.")
 flags.DEFINE_multi_string("set", [], "Overrides, key=value (YAML values).")
-for _field in dataclasses.fields(BuildVocabConfig):
-    _define = {bool: flags.DEFINE_boolean, int: flags.DEFINE_integer,
-               str: flags.DEFINE_string}[_field.type]
-    _define(_field.name, None, f"BuildVocabConfig.{_field.name} (default {_field.default!r}).")
+experiment.define_flags(BuildVocabConfig)
 FLAGS = flags.FLAGS
 
 
 def config_from_flags():
-    overrides = experiment.parse_overrides(FLAGS.set)
-    for field in dataclasses.fields(BuildVocabConfig):
-        value = getattr(FLAGS, field.name)
-        if value is not None:
-            overrides[field.name] = value
-    return experiment.load(BuildVocabConfig, FLAGS.config, overrides)
+    return experiment.load_flags(BuildVocabConfig, FLAGS)[0]
 
 
 def resolve(patterns):

@@ -37,6 +37,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from absl import app, flags
 
 from tfbert import experiment
+from tfbert.text.masking import STRATEGIES as MASKING_STRATEGIES
 
 
 @dataclasses.dataclass
@@ -45,43 +46,42 @@ class CreateDataConfig:
     output_dir: str = ""
     vocab_file: str = ""
     lower_case: bool = True
-    max_seq_length: int = 128
-    short_seq_prob: float = 0.1
-    dupe_factor: int = 1
-    num_shards: int = 1
+    max_seq_length: int = experiment.at_least(5, 128)  # [CLS] a [SEP] b [SEP]
+    short_seq_prob: float = experiment.in_range(0.0, 1.0, 0.1)
+    dupe_factor: int = experiment.at_least(1, 1)
+    num_shards: int = experiment.at_least(1, 1)
     seed: int = 12345
     # nsp (the default when empty) | sop (ALBERT's sentence order) | none (MLM only).
-    next_sentence_task: str = ""
+    next_sentence_task: str = experiment.one_of(("", "nsp", "sop", "none"), "")
     use_nsp: bool = True  # deprecated: false is next_sentence_task=none
     static_masking: bool = False
-    masking_strategy: str = "token"
-    masked_lm_prob: float = 0.15
-    max_predictions_per_seq: int = 20
-    buffer_documents: int = 1000  # documents tokenized at a time
-    random_next_pool: int = 10000  # reservoir of documents for random "next" segments
-    bucket_instances: int = 50000  # instances per temporary shuffle bucket (memory unit)
-    eval_fraction: float = 0.01  # share of documents held out in <output_dir>/eval/
+    masking_strategy: str = experiment.one_of(MASKING_STRATEGIES, "token")
+    masked_lm_prob: float = experiment.in_range(0.0, 1.0, 0.15, high_open=True)
+    max_predictions_per_seq: int = experiment.at_least(1, 20)
+    # Documents tokenized at a time.
+    buffer_documents: int = experiment.at_least(1, 1000)
+    # Reservoir of documents for random "next" segments.
+    random_next_pool: int = experiment.at_least(2, 10000)
+    # Instances per temporary shuffle bucket (memory unit).
+    bucket_instances: int = experiment.at_least(1, 50000)
+    # Share of documents held out in <output_dir>/eval/.
+    eval_fraction: float = experiment.in_range(0.0, 1.0, 0.01, high_open=True)
     runner: str = ""  # empty: the local writer; else an Apache Beam runner
     beam_pipeline_options: str = ""  # more Beam options, e.g. "--project=p --region=r"
     dask_address: str = ""  # --runner=DaskRunner: the scheduler, e.g. tcp://10.0.0.5:8786
 
+    def __post_init__(self):
+        experiment.validate(self)
+
 
 flags.DEFINE_string("config", None, "YAML file with CreateDataConfig fields.")
 flags.DEFINE_multi_string("set", [], "Overrides, key=value (YAML values).")
-for _field in dataclasses.fields(CreateDataConfig):
-    _define = {bool: flags.DEFINE_boolean, int: flags.DEFINE_integer,
-               float: flags.DEFINE_float, str: flags.DEFINE_string}[_field.type]
-    _define(_field.name, None, f"CreateDataConfig.{_field.name} (default {_field.default!r}).")
+experiment.define_flags(CreateDataConfig)
 FLAGS = flags.FLAGS
 
 
 def config_from_flags():
-    overrides = experiment.parse_overrides(FLAGS.set)
-    for field in dataclasses.fields(CreateDataConfig):
-        value = getattr(FLAGS, field.name)
-        if value is not None:
-            overrides[field.name] = value
-    return experiment.load(CreateDataConfig, FLAGS.config, overrides)
+    return experiment.load_flags(CreateDataConfig, FLAGS)[0]
 
 
 def run(cfg):

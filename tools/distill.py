@@ -52,7 +52,7 @@ class DistillToolConfig:
     # The teacher: a task SavedModel export (mode task) or a tfbert checkpoint.
     teacher: str = ""
     # init_student: which teacher layers the student keeps.
-    every_k: int = 0
+    every_k: int = experiment.at_least(0, 0)  # 0: use `layers`
     layers: list = dataclasses.field(default_factory=list)
     output_dir: str = ""
     # The student (task / general): a tfbert checkpoint, or preset + encoder + vocab.
@@ -64,17 +64,20 @@ class DistillToolConfig:
     # task mode: a transfer set of this many augmented copies of the training
     # sentences (words swapped for neighbours in augment_checkpoint's word
     # embeddings; default: init_checkpoint), labelled by the teacher.
-    augment_copies: int = 0
+    augment_copies: int = experiment.at_least(0, 0)
     augment_checkpoint: str = ""
     # task mode: unlabelled in-domain text the teacher labels too (a .txt, one
     # text per line, or a file in the task's format; labels are not needed).
     transfer_file: str = ""
     # general mode: masked-LM data and schedule.
     train_files: str = ""
-    max_predictions_per_seq: int = 20
-    num_train_steps: int = 1000
+    max_predictions_per_seq: int = experiment.at_least(1, 20)
+    num_train_steps: int = experiment.at_least(1, 1000)
     model_dir: str = ""
     export_dir: str = ""
+
+    def __post_init__(self):
+        experiment.validate(self)
 
 
 flags.DEFINE_enum("mode", "task", MODES, "init_student | task | general.")
@@ -94,12 +97,9 @@ FLAGS = flags.FLAGS
 
 
 def load_config():
-    overrides = experiment.parse_overrides(FLAGS.set)
-    for name in ("teacher", "every_k", "output_dir", "init_checkpoint", "model_dir",
-                 "export_dir", "transfer_file"):
-        if getattr(FLAGS, name) is not None:
-            overrides[name] = getattr(FLAGS, name)
-    return experiment.load(DistillToolConfig, FLAGS.config, overrides), overrides
+    return experiment.load_flags(DistillToolConfig, FLAGS, (
+        "teacher", "every_k", "output_dir", "init_checkpoint", "model_dir", "export_dir",
+        "transfer_file"))
 
 
 def student_config(cfg):
@@ -145,7 +145,8 @@ def task_mode(cfg, overrides):
     random_init = student_config(cfg)
     claim_model_dir(cfg.model_dir, {"mode": "task", "task_name": FLAGS.task,
                                     **dataclasses.asdict(cfg)},
-                    overwrite=FLAGS.overwrite, name="distill_config.json")
+                    overwrite=FLAGS.overwrite, name="distill_config.json",
+                    renamed=experiment.renamed_keys(DistillToolConfig))
     export_dir = cfg.export_dir or os.path.join(cfg.model_dir, "export", str(int(time.time())))
     result = finetune(task, cfg.train, cfg.model_dir, init_checkpoint=cfg.init_checkpoint or None,
                       encoder_config=random_init, vocab_file=cfg.vocab_file or None,
@@ -188,7 +189,7 @@ def general_mode(cfg):
     model = MlmDistiller(student, teacher, cfg.distill)
     steps = cfg.num_train_steps
     model.compile(optimizer=create_optimizer(cfg.train.learning_rate or 1e-4, steps,
-                                             int(cfg.train.warmup_fraction * steps),
+                                             int(cfg.train.warmup_ratio * steps),
                                              weight_decay=cfg.train.weight_decay),
                   jit_compile=cfg.train.jit_compile)
     model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=cfg.train.verbose)

@@ -55,21 +55,29 @@ TEXT_TFLITE_OPTIONS = {
 @dataclasses.dataclass
 class ExportConfig:
     checkpoint_dir: str = ""
-    kind: str = "preprocessor"
-    format: str = "saved_model"
+    kind: str = experiment.one_of(KINDS, "preprocessor")
+    format: str = experiment.one_of(FORMATS, "saved_model")
     output_dir: str = ""
-    seq_length: int = 128
+    seq_length: int = experiment.at_least(2, 128)
     text_input: bool = False  # tflite: strings in (tokenizer inside the model)
-    quantization: str = "none"  # tflite: none | dynamic_range | float16 | full_integer
+    quantization: str = experiment.one_of(QUANTIZATIONS, "none")  # tflite
     # tflite --text_input: fast (tf-text FastBertTokenizer) | exact (reference table)
-    tflite_tokenizer: str = "fast"
+    tflite_tokenizer: str = experiment.one_of(tflite.TOKENIZERS, "fast")
     # tflite --text_input: longest (each batch cut to its longest text) |
     # max_length (static [batch, seq_length], for delegates that need it)
-    tflite_padding: str = "longest"
+    tflite_padding: str = experiment.one_of(tflite.PADDINGS, "longest")
     # full_integer: texts that calibrate activation ranges (.txt one per line,
     # or TSV/CSV/JSONL with this column), e.g. the training file
     representative_file: str = ""
     representative_column: str = "sentence"
+
+    def __post_init__(self):
+        experiment.validate(self)
+        for field, (choices, why) in TEXT_TFLITE_OPTIONS.items():
+            if getattr(self, field) != choices[0] and not (self.format == "tflite"
+                                                           and self.text_input):
+                raise ValueError(f"--{field} applies to --format=tflite --text_input only "
+                                 f"({why}).")
 
 
 flags.DEFINE_string("config", None, "YAML file with ExportConfig fields.")
@@ -95,12 +103,7 @@ FLAGS = flags.FLAGS
 
 
 def config_from_flags():
-    overrides = experiment.parse_overrides(FLAGS.set)
-    for field in dataclasses.fields(ExportConfig):
-        value = getattr(FLAGS, field.name)
-        if value is not None:
-            overrides[field.name] = value
-    return experiment.load(ExportConfig, FLAGS.config, overrides)
+    return experiment.load_flags(ExportConfig, FLAGS)[0]
 
 
 def check(path):
@@ -130,16 +133,6 @@ def check(path):
 
 
 def run(cfg):
-    if cfg.kind not in KINDS or cfg.format not in FORMATS:
-        raise ValueError(f"kind must be one of {KINDS} and format one of {FORMATS}.")
-    if cfg.quantization not in QUANTIZATIONS:
-        raise ValueError(f"quantization must be one of {QUANTIZATIONS}.")
-    for field, (choices, why) in TEXT_TFLITE_OPTIONS.items():
-        value = getattr(cfg, field)
-        if value not in choices:
-            raise ValueError(f"{field} must be one of {choices}, got {value!r}.")
-        if value != choices[0] and not (cfg.format == "tflite" and cfg.text_input):
-            raise ValueError(f"--{field} applies to --format=tflite --text_input only ({why}).")
     if not cfg.checkpoint_dir or not cfg.output_dir:
         raise ValueError("checkpoint_dir and output_dir are required (or --check=DIR).")
     from tfbert.text import BertPreprocessor

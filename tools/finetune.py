@@ -57,12 +57,9 @@ FLAGS = flags.FLAGS
 
 def load_config():
     """`(FinetuneConfig, overrides)` from --config, the flags and --set."""
-    overrides = experiment.parse_overrides(FLAGS.set)
-    for name in ("init_checkpoint", "model_dir", "export_dir", "export_jit_compile",
-                 "distribution_strategy", "tpu"):
-        if getattr(FLAGS, name) is not None:
-            overrides[name] = getattr(FLAGS, name)
-    cfg = experiment.load(FinetuneConfig, FLAGS.config, overrides)
+    cfg, overrides = experiment.load_flags(FinetuneConfig, FLAGS, (
+        "init_checkpoint", "model_dir", "export_dir", "export_jit_compile",
+        "distribution_strategy", "tpu"))
     if not cfg.model_dir:
         raise ValueError("Set --model_dir (or model_dir in the YAML).")
     return cfg, overrides

@@ -26,7 +26,6 @@ becomes a tfbert checkpoint directory with
     python tools/pretrain.py --model_dir=runs/tiny --export_step=3000 [--export_dir=...]
 """
 
-import dataclasses
 import os
 import sys
 
@@ -46,25 +45,18 @@ flags.DEFINE_string("export_dir", None, "Where --export_step writes (default "
                     "<model_dir>/pretrained-step-<step>).")
 _DIRECT_FLAGS = (
     "model_dir", "train_files", "vocab_file", "init_checkpoint", "num_train_steps",
-    "batch_size", "learning_rate", "mixed_precision", "distribution_strategy",
+    "batch_size", "learning_rate", "dtype_policy", "distribution_strategy",
     "jit_compile", "preset", "steps_per_epoch", "seed", "use_nsp", "masking_strategy", "tpu",
     "next_sentence_task", "eval_files",
 )
-_TYPES = {f.name: f.type for f in dataclasses.fields(PretrainConfig)}
-for _name in _DIRECT_FLAGS:
-    _define = {bool: flags.DEFINE_boolean, int: flags.DEFINE_integer,
-               float: flags.DEFINE_float, str: flags.DEFINE_string}[_TYPES[_name]]
-    _define(_name, None, f"PretrainConfig.{_name}")
+experiment.define_flags(PretrainConfig, _DIRECT_FLAGS)
+_OLD_FLAGS = ("mixed_precision",)  # accepted for one release, with a warning
+flags.DEFINE_string("mixed_precision", None, "Deprecated: use --dtype_policy.")
 FLAGS = flags.FLAGS
 
 
 def config_from_flags():
-    overrides = experiment.parse_overrides(FLAGS.set)
-    for name in _DIRECT_FLAGS:
-        value = getattr(FLAGS, name)
-        if value is not None:
-            overrides[name] = value
-    return experiment.load(PretrainConfig, FLAGS.config, overrides)
+    return experiment.load_flags(PretrainConfig, FLAGS, _DIRECT_FLAGS + _OLD_FLAGS)[0]
 
 
 def main(argv):

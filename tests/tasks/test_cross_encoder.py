@@ -114,7 +114,8 @@ def test_rows_reader_and_task_errors(tmp_path, pointwise, listwise):
     task = get_task("cross_encoder")({"train_file": listwise, "num_negatives": 5})
     with pytest.raises(ValueError, match="3 negatives, but task.num_negatives is 5"):
         task.prepare(None)
-    with pytest.raises(ValueError, match="CrossEncoderConfig.loss"):
+    with pytest.raises(ValueError, match=r"task cross_encoder: loss: must be one of "
+                                         r"\['softmax', 'bce'\], got 'hinge'"):
         get_task("cross_encoder")({"loss": "hinge"})
 
 

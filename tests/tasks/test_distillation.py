@@ -1,6 +1,6 @@
 """Task distillation on real text with headroom: which family of standard-
 library modules a docstring sentence comes from (5 classes; this machine's
-Python; `benchmarks/docstring_task.py`), with 20 gold sentences per class,
+Python; `tfbert.datasets.docstring_families`), with 20 gold sentences per class,
 200 unlabelled sentences per class and 60 dev sentences per class.
 
 The teacher is the converted all-MiniLM-L6-v2 fine-tuned on the gold
@@ -29,8 +29,7 @@ from tfbert.tasks.distillation import DistillationTask, augment_texts, read_tran
 from tfbert.tasks.runner import TrainConfig, finetune
 from tfbert.train.distill import DistillConfig, init_student
 
-# benchmarks/ is a top-level folder of the repository (conftest.py puts it on sys.path).
-from benchmarks import docstring_task
+from tfbert.datasets import docstring_families
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -51,7 +50,7 @@ def sentiment_task(data_dir):
 def docstring_classification(data):
     return ClassificationTask(ClassificationConfig(
         train_file=str(data / "train.tsv"), dev_file=str(data / "dev.tsv"),
-        seq_length=docstring_task.SEQ_LENGTH))
+        seq_length=docstring_families.SEQ_LENGTH))
 
 
 @pytest.mark.slow
@@ -62,19 +61,19 @@ def test_distilled_student_keeps_teacher_accuracy_and_beats_gold_only(tmp_path, 
     from tfbert.export.task_model import load_task_model
 
     data = tmp_path / "data"
-    sizes = docstring_task.build_docstring_task(str(data), **docstring_task.TASK_SIZES)
+    sizes = docstring_families.build_docstring_task(str(data), **docstring_families.TASK_SIZES)
     assert sizes == {"train": 100, "dev": 300, "transfer": 1000}
     teacher = finetune(docstring_classification(data),
-                       TrainConfig(**docstring_task.TEACHER_TRAIN, jit_compile=False, verbose=0),
+                       TrainConfig(**docstring_families.TEACHER_TRAIN, jit_compile=False, verbose=0),
                        str(tmp_path / "teacher"), init_checkpoint=minilm_ckpt,
                        export_dir=str(tmp_path / "teacher_export"))
     keras.backend.clear_session()
     student = init_student(minilm_ckpt, str(tmp_path / "student"),
-                           layers=docstring_task.STUDENT_LAYERS)
-    train = TrainConfig(**docstring_task.STUDENT_TRAIN, seed=1, jit_compile=False, verbose=0)
+                           layers=docstring_families.STUDENT_LAYERS)
+    train = TrainConfig(**docstring_families.STUDENT_TRAIN, seed=1, jit_compile=False, verbose=0)
     distilled = finetune(
         DistillationTask(docstring_classification(data), teacher.export_dir,
-                         DistillConfig(**docstring_task.DISTILL),
+                         DistillConfig(**docstring_families.DISTILL),
                          transfer_file=str(data / "transfer.txt")),
         train, str(tmp_path / "distilled"), init_checkpoint=student,
         export_dir=str(tmp_path / "distilled_export"))

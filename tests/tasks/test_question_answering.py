@@ -54,7 +54,8 @@ def decode_window(pre, ids):
 
 def test_registered():
     assert TASKS["squad"] is QuestionAnsweringTask
-    with pytest.raises(ValueError, match="max_query_length"):
+    with pytest.raises(ValueError, match=r"QuestionAnsweringConfig.max_query_length: 10 must be "
+                                         r"in \[1, seq_length - 4 = 8\]"):
         make_task(seq_length=12, max_query_length=10)
 
 
@@ -273,5 +274,6 @@ def test_doc_stride_gives_run_squad_windows(stride, make_preprocessor):
 
 
 def test_doc_overlap_must_leave_room():
-    with pytest.raises(ValueError, match="doc_overlap=21 must be in"):
+    with pytest.raises(ValueError, match=r"QuestionAnsweringConfig.doc_overlap: 21 must be in "
+                                         r"\[0, seq_length - 3 - max_query_length = 21\)"):
         make_task(seq_length=32, doc_overlap=21, max_query_length=8)

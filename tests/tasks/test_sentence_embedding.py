@@ -141,7 +141,9 @@ def test_config_errors(files):
     task_class = get_task("sentence_embedding")
     with pytest.raises(ValueError, match="needs task.negative_column"):
         task_class({"loss": "triplet"})
-    with pytest.raises(ValueError, match="task.loss must be one of"):
+    with pytest.raises(ValueError, match=r"task sentence_embedding: loss: must be one of "
+                                         r"\['ranking', 'cosine', 'softmax', 'triplet'\], "
+                                         r"got 'contrastive'"):
         task_class({"loss": "contrastive"})
     with pytest.raises(ValueError, match="needs task.dev_file"):
         task_class({"loss": "ranking"}).eval_data("", 8)

@@ -24,7 +24,7 @@ import unicodedata
 import numpy as np
 import pytest
 
-from benchmarks.docstring_pairs import docstring_pairs, stdlib_objects
+from tfbert.datasets.docstring_pairs import docstring_pairs, stdlib_objects
 from tfbert import SentenceEncoder
 from tfbert.convert import from_huggingface
 from tfbert.metrics.retrieval import retrieval_metrics
@@ -35,7 +35,7 @@ pytestmark = pytest.mark.slow
 
 DEV = 300  # held-out pairs
 SEQ = 48  # wordpieces per text in training (queries are ~12, passages ~40)
-RECIPE = dict(batch_size=32, learning_rate=1e-4, steps=20, warmup_fraction=0.1,
+RECIPE = dict(batch_size=32, learning_rate=1e-4, steps=20, warmup_ratio=0.1,
               weight_decay=0.01, clipnorm=1.0)
 
 
@@ -94,7 +94,7 @@ def sentence_transformers_recall(minilm_dir, train, dev):
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": RECIPE["weight_decay"]},
                              {"params": plain, "weight_decay": 0.0}],
                             lr=RECIPE["learning_rate"], eps=1e-8)
-    schedule = get_linear_schedule_with_warmup(opt, int(RECIPE["warmup_fraction"] * steps), steps)
+    schedule = get_linear_schedule_with_warmup(opt, int(RECIPE["warmup_ratio"] * steps), steps)
     order = list(range(len(train)))
     random.Random(0).shuffle(order)
     model.train()

@@ -56,7 +56,7 @@ def case(tmp, name):
         "export: tflite_padding unknown": (
             "export.py", [f"--checkpoint_dir={tmp}", f"--output_dir={tmp / 'e'}", "--format=tflite",
                           "--text_input", "--set", "tflite_padding=max"],
-            r"tflite_padding must be one of \('longest', 'max_length'\), got 'max'"),
+            r"--set tflite_padding=max: must be one of \['longest', 'max_length'\], got 'max'\.$"),
         "convert: missing input": (
             "convert_checkpoint.py", ["--source=huggingface", f"--input_dir={tmp / 'hf'}",
                                       f"--output_dir={tmp / 'c'}"], r"hf"),

@@ -90,7 +90,7 @@ def test_pretraining_halves_the_mlm_loss_and_learns_nsp(records, tmp_path):
     cont_dir = tmp_path / "continued"
     result = subprocess.run(
         pretrain_flags(records, cont_dir, 20, 10, f"--init_checkpoint={summary['checkpoint']}",
-                       "--set", "num_warmup_steps=5", "--learning_rate=1e-4"),
+                       "--set", "warmup_steps=5", "--learning_rate=1e-4"),
         env=ENV, timeout=600, capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr[-3000:]

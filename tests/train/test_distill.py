@@ -47,8 +47,10 @@ def test_soft_target_loss_is_kl_times_t_squared():
     q = np.exp(s / temp) / np.exp(s / temp).sum(-1, keepdims=True)
     want = (p * np.log(p / q)).sum(-1).mean() * temp ** 2
     np.testing.assert_allclose(float(soft_target_loss(s, t, temp)), want, rtol=1e-5)
-    with pytest.raises(ValueError, match="temperature must be positive"):
+    with pytest.raises(ValueError, match=r"^DistillConfig.temperature: must be > 0, got 0.0\.$"):
         DistillConfig(temperature=0)
+    with pytest.raises(ValueError, match=r"^DistillConfig.hard_weight: must be >= 0.0, got -1.0\.$"):
+        DistillConfig(hard_weight=-1)
 
 
 @pytest.mark.slow

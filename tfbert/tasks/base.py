@@ -145,7 +145,7 @@ class Task:
                 enable_lora(model, train.lora_rank, train.lora_targets)
             optimizer = create_optimizer(
                 train.learning_rate, num_train_steps=total,
-                num_warmup_steps=int(train.warmup_fraction * total),
+                num_warmup_steps=int(train.warmup_ratio * total),
                 optimizer_type=train.optimizer_type, weight_decay=train.weight_decay,
                 clipnorm=train.clipnorm, epsilon=train.adam_epsilon,
                 gradient_accumulation_steps=accumulate, dense_gradients=train.dense_gradients)

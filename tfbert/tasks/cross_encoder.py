@@ -61,10 +61,10 @@ class CrossEncoderConfig:
     train_file: str = ""
     dev_file: str = ""
     # softmax (listwise rows only) | bce; default: softmax for listwise rows, bce for pointwise.
-    loss: Optional[str] = None
+    loss: Optional[str] = one_of(("softmax", "bce"), None)
     # Listwise: negatives per query in each step (the first ones of each row:
     # mined rows list the hardest first). Default: the fewest any row has.
-    num_negatives: Optional[int] = None
+    num_negatives: Optional[int] = at_least(1, None)
     seq_length: int = at_least(3, 128)
     bucketing: bool = True  # pad each batch to a bucket of its longest pair
     dropout: float = in_range(0.0, 1.0, 0.1, high_open=True)
@@ -72,11 +72,6 @@ class CrossEncoderConfig:
 
     def __post_init__(self):
         validate(self)
-        if self.loss is not None and self.loss not in ("softmax", "bce"):
-            raise ValueError(f"CrossEncoderConfig.loss: must be softmax or bce, got {self.loss!r}.")
-        if self.num_negatives is not None and self.num_negatives < 1:
-            raise ValueError("CrossEncoderConfig.num_negatives: must be >= 1, "
-                             f"got {self.num_negatives}.")
 
 
 class CrossEncoderTask(ClassificationTask):

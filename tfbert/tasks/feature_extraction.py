@@ -24,18 +24,22 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
+from tfbert.experiment import at_least, one_of, validate
 from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
-from tfbert.models.feature_extractor import BertFeatureExtractor
+from tfbert.models.feature_extractor import COMBINE, POOLING, BertFeatureExtractor
 from tfbert.tasks.base import Task
 
 
 @dataclasses.dataclass
 class FeatureExtractionConfig:
     layers: tuple = (-4, -3, -2, -1)
-    combine: str = "concat"  # concat | sum | mean
-    pooling: str = "mean"  # mean (over real tokens) | cls
-    seq_length: int = 128
+    combine: str = one_of(COMBINE, "concat")
+    pooling: str = one_of(POOLING, "mean")  # mean: over real tokens
+    seq_length: int = at_least(2, 128)
+
+    def __post_init__(self):
+        validate(self)
 
 
 class FeatureExtractionTask(Task):

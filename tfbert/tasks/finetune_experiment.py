@@ -36,6 +36,7 @@ from tfbert.tasks import get_task
 from tfbert.train.evaluation import selection_key
 from tfbert.train.multi_worker import is_chief
 from tfbert.train.run_config import claim_model_dir
+from tfbert.train.strategy import STRATEGIES
 from tfbert.train.train_config import TrainConfig
 
 
@@ -46,6 +47,9 @@ class GridConfig:
     learning_rate: list = dataclasses.field(default_factory=list)
     batch_size: list = dataclasses.field(default_factory=list)
     epochs: list = dataclasses.field(default_factory=list)
+
+    def __post_init__(self):
+        experiment.validate(self)
 
 
 @dataclasses.dataclass
@@ -68,9 +72,12 @@ class FinetuneConfig:
     model_dir: str = ""
     export_dir: str = ""
     export_jit_compile: bool = False  # XLA in the exported model (tfbert.export.compiled_call)
-    distribution_strategy: str = "off"
-    num_devices: int = 0
+    distribution_strategy: str = experiment.one_of(STRATEGIES, "off")
+    num_devices: int = experiment.at_least(0, 0)  # 0: all
     tpu: str = ""  # TPU name or grpc:// address for distribution_strategy: tpu
+
+    def __post_init__(self):
+        experiment.validate(self)
 
 
 def random_init_config(cfg, what="random init"):
@@ -114,7 +121,8 @@ def prepare_experiment(task_name, cfg, overrides=(), source="config", overwrite=
                                        prefix="task.")
     random_init = random_init_config(cfg)
     claim_model_dir(cfg.model_dir, {"task_name": task_name, **dataclasses.asdict(cfg)},
-                    overwrite=overwrite, name="finetune_config.json", write=is_chief())
+                    overwrite=overwrite, name="finetune_config.json", write=is_chief(),
+                    renamed=experiment.renamed_keys(FinetuneConfig))
     return task_config, random_init
 
 

@@ -24,7 +24,7 @@ import keras
 
 from tfbert.encoder import INPUT_NAMES
 from tfbert.experiment import at_least, one_of, positive
-from tfbert.models.feature_extractor import BertFeatureExtractor
+from tfbert.models.feature_extractor import COMBINE, POOLING, BertFeatureExtractor
 from tfbert.tasks.classification import ClassificationConfig, ClassificationTask
 from tfbert.train.evaluation import BEST_WEIGHTS, VALIDATION, DevEvaluation, KeepBest
 from tfbert.train.optimizer import create_optimizer
@@ -35,8 +35,8 @@ class FrozenClassificationConfig(ClassificationConfig):
     """`ClassificationConfig` plus the features and the head's own recipe."""
 
     layers: tuple = (-4, -3, -2, -1)  # encoder layers whose outputs are combined
-    combine: str = one_of(("concat", "sum", "mean"), "concat")
-    pooling: str = one_of(("mean", "cls"), "mean")
+    combine: str = one_of(COMBINE, "concat")
+    pooling: str = one_of(POOLING, "mean")
     head_learning_rate: float = positive(1e-3)
     head_epochs: int = at_least(1, 30)
 
@@ -77,7 +77,7 @@ class FrozenClassificationTask(ClassificationTask):
             ], name="head")
             head.compile(
                 optimizer=create_optimizer(c.head_learning_rate, steps,
-                                           int(train.warmup_fraction * steps),
+                                           int(train.warmup_ratio * steps),
                                            weight_decay=train.weight_decay,
                                            gradient_accumulation_steps=(
                                                train.gradient_accumulation_steps)),

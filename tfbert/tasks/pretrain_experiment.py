@@ -1,7 +1,8 @@
 """Pretraining as `tools/pretrain.py` runs it, as library calls.
 
-`PretrainConfig` is the YAML (data, masking, model, optimization, runtime);
-`run(cfg)` pretrains with `model.fit` (resuming what `model_dir` holds, saving
+`PretrainConfig` is the YAML (data, masking, model, optimization, runtime),
+checked when it is built; `validate(cfg)` adds what a run needs (data, vocab,
+model_dir). `run(cfg)` pretrains with `model.fit` (resuming what `model_dir` holds, saving
 every `steps_per_epoch` steps, warning on loss spikes) and writes
 `<model_dir>/pretrained/`, a tfbert checkpoint directory; `export_step`
 turns any saved step into one. The script only parses flags and calls them.
@@ -10,7 +11,7 @@ Example:
 >>> cfg = PretrainConfig(train_files="data/*.tfrecord", vocab_file="vocab.txt",
 ...                      model_dir="runs/x", num_train_steps=300, steps_per_epoch=100)
 >>> validate(cfg)
->>> validate(dataclasses.replace(cfg, num_train_steps=250))
+>>> dataclasses.replace(cfg, num_train_steps=250)
 Traceback (most recent call last):
 ValueError: num_train_steps (250) must be a multiple of steps_per_epoch (100), the unit of checkpoint and resume.
 """
@@ -22,10 +23,15 @@ import time
 
 from tfbert import experiment
 from tfbert.atomic import write_json
+from tfbert.text.masking import STRATEGIES as MASKING_STRATEGIES
+from tfbert.train.strategy import STRATEGIES
+from tfbert.train.train_config import DTYPE_POLICIES
 
-MIXED_PRECISION = ("", "float32", "mixed_float16", "mixed_bfloat16")
 
-
+# Old names, one release: the fine-tuning config's names (Keras' dtype policy,
+# transformers' `adam_epsilon` and `warmup_steps`).
+@experiment.renamed(mixed_precision="dtype_policy", epsilon="adam_epsilon",
+                    num_warmup_steps="warmup_steps")
 @dataclasses.dataclass
 class PretrainConfig:
     # --- Data ---
@@ -38,7 +44,7 @@ class PretrainConfig:
     # Held-out records evaluated after every epoch; empty: <train dir>/eval/ when
     # it exists; "none": no evaluation.
     eval_files: str = ""
-    masking_strategy: str = experiment.one_of(("token", "whole_word", "span"), "token")
+    masking_strategy: str = experiment.one_of(MASKING_STRATEGIES, "token")
     span_boundary_objective: bool = False  # SpanBERT's SBO; needs masking_strategy: span
     masked_lm_prob: float = experiment.in_range(0.0, 1.0, 0.15, high_open=True)
     max_predictions_per_seq: int = experiment.at_least(1, 20)
@@ -55,25 +61,25 @@ class PretrainConfig:
     # count updates.
     gradient_accumulation_steps: int = experiment.at_least(1, 1)
     num_train_steps: int = experiment.at_least(1, 1000)
-    num_warmup_steps: int = experiment.at_least(0, 100)
+    warmup_steps: int = experiment.at_least(0, 100)
     learning_rate: float = experiment.positive(1e-4)
     end_learning_rate: float = experiment.at_least(0.0, 0.0)
     power: float = 1.0
     optimizer_type: str = experiment.one_of(("adamw", "lamb"), "adamw")
     weight_decay: float = experiment.at_least(0.0, 0.01)
-    clipnorm: float = 1.0
-    beta_1: float = 0.9
-    beta_2: float = 0.999
-    epsilon: float = 1e-6
+    clipnorm: float = experiment.at_least(0.0, 1.0)  # 0: no clipping
+    beta_1: float = experiment.in_range(0.0, 1.0, 0.9, high_open=True)
+    beta_2: float = experiment.in_range(0.0, 1.0, 0.999, high_open=True)
+    adam_epsilon: float = experiment.positive(1e-6)
     # --- Runtime ---
     model_dir: str = ""
     steps_per_epoch: int = experiment.at_least(1, 100)  # the resume / checkpoint unit
     checkpoint_every_epochs: int = experiment.at_least(1, 1)
     keep_checkpoints: int = experiment.at_least(1, 3)
-    mixed_precision: str = experiment.one_of(MIXED_PRECISION, "")
+    dtype_policy: str = experiment.one_of(DTYPE_POLICIES, "")  # e.g. mixed_bfloat16
     jit_compile: bool = True
-    distribution_strategy: str = "off"
-    num_devices: int = 0
+    distribution_strategy: str = experiment.one_of(STRATEGIES, "off")
+    num_devices: int = experiment.at_least(0, 0)  # 0: all
     tpu: str = ""  # TPU name or grpc:// address for distribution_strategy: tpu
     seed: int = 0
     tensorboard: bool = True
@@ -84,36 +90,33 @@ class PretrainConfig:
 
     def __post_init__(self):
         experiment.validate(self)
+        if self.span_boundary_objective and (self.masking_strategy != "span"
+                                             or not self.dynamic_masking):
+            raise ValueError("span_boundary_objective needs masking_strategy: span with "
+                             "dynamic_masking.")
+        if self.next_sentence_task and not self.use_nsp and self.next_sentence_task != "none":
+            raise ValueError(f"use_nsp=false conflicts with next_sentence_task="
+                             f"{self.next_sentence_task}; set one of them.")
+        if self.batch_size % self.gradient_accumulation_steps:
+            raise ValueError(
+                f"gradient_accumulation_steps ({self.gradient_accumulation_steps}) must divide "
+                f"batch_size ({self.batch_size}): each micro-batch is batch_size / "
+                "gradient_accumulation_steps sequences.")
+        if self.num_train_steps % self.steps_per_epoch:
+            raise ValueError(
+                f"num_train_steps ({self.num_train_steps}) must be a multiple of "
+                f"steps_per_epoch ({self.steps_per_epoch}), the unit of checkpoint and resume."
+            )
 
 
 def validate(cfg):
-    """The checks across fields (each field checks itself); one line each."""
+    """What a run needs besides a valid config (each config checks itself when built)."""
     if not cfg.model_dir:
         raise ValueError("--model_dir is required.")
     if not cfg.train_files:
         raise ValueError("--train_files is required.")
     if not cfg.vocab_file and not cfg.init_checkpoint:
         raise ValueError("--vocab_file is required (or --init_checkpoint, whose vocab is used).")
-    if cfg.mixed_precision not in MIXED_PRECISION:
-        raise ValueError(f"mixed_precision must be one of {list(MIXED_PRECISION)}, "
-                         f"got {cfg.mixed_precision!r}.")
-    if cfg.num_train_steps < 1 or cfg.steps_per_epoch < 1 or cfg.batch_size < 1:
-        raise ValueError("num_train_steps, steps_per_epoch and batch_size must be >= 1.")
-    if cfg.span_boundary_objective and (cfg.masking_strategy != "span" or not cfg.dynamic_masking):
-        raise ValueError("span_boundary_objective needs masking_strategy: span with dynamic_masking.")
-    if cfg.next_sentence_task and not cfg.use_nsp and cfg.next_sentence_task != "none":
-        raise ValueError(f"use_nsp=false conflicts with next_sentence_task="
-                         f"{cfg.next_sentence_task}; set one of them.")
-    if cfg.batch_size % cfg.gradient_accumulation_steps:
-        raise ValueError(
-            f"gradient_accumulation_steps ({cfg.gradient_accumulation_steps}) must divide "
-            f"batch_size ({cfg.batch_size}): each micro-batch is batch_size / "
-            "gradient_accumulation_steps sequences.")
-    if cfg.num_train_steps % cfg.steps_per_epoch:
-        raise ValueError(
-            f"num_train_steps ({cfg.num_train_steps}) must be a multiple of "
-            f"steps_per_epoch ({cfg.steps_per_epoch}), the unit of checkpoint and resume."
-        )
 
 
 def build_model(cfg, vocab):
@@ -162,7 +165,8 @@ def run(cfg, overwrite=False):
     validate(cfg)
     # Before anything is resumed: a model_dir holds one run (one config).
     claim_model_dir(cfg.model_dir, dataclasses.asdict(cfg), overwrite=overwrite,
-                    name="pretrain_config.json", write=is_chief())
+                    name="pretrain_config.json", write=is_chief(),
+                    renamed=experiment.renamed_keys(PretrainConfig))
     lower_case = cfg.lower_case
     vocab_file = cfg.vocab_file
     if cfg.init_checkpoint:
@@ -171,8 +175,8 @@ def run(cfg, overwrite=False):
         del ckpt
     vocab = load_vocab(vocab_file)
     keras.utils.set_random_seed(cfg.seed)
-    if cfg.mixed_precision:
-        keras.mixed_precision.set_global_policy(cfg.mixed_precision)
+    if cfg.dtype_policy:
+        keras.config.set_dtype_policy(cfg.dtype_policy)
     strategy = get_strategy(cfg.distribution_strategy, num_devices=cfg.num_devices or None,
                             tpu=cfg.tpu)
 
@@ -218,11 +222,11 @@ def run(cfg, overwrite=False):
         model = build_model(cfg, vocab)
         model.compile(
             optimizer=create_optimizer(
-                cfg.learning_rate, cfg.num_train_steps, cfg.num_warmup_steps,
+                cfg.learning_rate, cfg.num_train_steps, cfg.warmup_steps,
                 optimizer_type=cfg.optimizer_type, weight_decay=cfg.weight_decay,
                 end_learning_rate=cfg.end_learning_rate, power=cfg.power,
                 clipnorm=cfg.clipnorm or None, beta_1=cfg.beta_1, beta_2=cfg.beta_2,
-                epsilon=cfg.epsilon, gradient_accumulation_steps=accumulate,
+                epsilon=cfg.adam_epsilon, gradient_accumulation_steps=accumulate,
             ),
             jit_compile=jit_compile,
         )

@@ -49,6 +49,7 @@ import tensorflow as tf
 from tfbert.data.batching import epoch_batches
 from tfbert.data import validation_split
 from tfbert.data.squad import read_squad
+from tfbert.experiment import at_least, in_range, validate
 from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
 from tfbert.metrics.squad import squad_scores
@@ -64,25 +65,37 @@ class QuestionAnsweringConfig:
 
     train_file: str = ""
     dev_file: str = ""
-    seq_length: int = 384
+    seq_length: int = at_least(5, 384)  # [CLS] question [SEP] context [SEP]
     # Windows over a long context, in either convention:
     # doc_stride: google-research/bert's `--doc_stride`, context wordpieces
     #   between window starts;
     # doc_overlap: Hugging Face's `stride` (`run_qa.py --doc_stride`),
     #   context wordpieces shared by neighbouring windows. Set, it replaces
     #   doc_stride: windows then start `budget - doc_overlap` apart.
-    doc_stride: int = 128
-    doc_overlap: Optional[int] = None
-    max_query_length: int = 64  # question wordpieces kept
-    max_answer_length: int = 30  # wordpieces
-    n_best_size: int = 20
+    doc_stride: int = at_least(1, 128)
+    doc_overlap: Optional[int] = at_least(0, None)
+    max_query_length: int = at_least(1, 64)  # question wordpieces kept
+    max_answer_length: int = at_least(1, 30)  # wordpieces
+    n_best_size: int = at_least(1, 20)
     null_score_diff_threshold: float = 0.0  # v2.0: answer "" when null - best > this
     version_2: Optional[bool] = None  # default: detected from the data (`is_impossible`)
     # Windows in one call of the answer function / exported model: a clear
     # error instead of running out of memory on a huge context.
-    max_windows: int = 1024
-    predict_batch_size: int = 16  # questions per call in `predict` and dev evaluation
-    dropout: float = 0.0
+    max_windows: int = at_least(1, 1024)
+    predict_batch_size: int = at_least(1, 16)  # questions per call in `predict` and dev evaluation
+    dropout: float = in_range(0.0, 1.0, 0.0, high_open=True)
+
+    def __post_init__(self):
+        validate(self)
+        budget = self.seq_length - 3 - self.max_query_length  # context wordpieces per window
+        if budget < 1:
+            raise ValueError(f"QuestionAnsweringConfig.max_query_length: {self.max_query_length} "
+                             f"must be in [1, seq_length - 4 = {self.seq_length - 4}] (room for "
+                             "the context).")
+        if self.doc_overlap is not None and self.doc_overlap >= budget:
+            raise ValueError(f"QuestionAnsweringConfig.doc_overlap: {self.doc_overlap} must be in "
+                             f"[0, seq_length - 3 - max_query_length = {budget}) (each window "
+                             "must move on).")
 
 
 class QuestionAnsweringTask(Task):
@@ -98,20 +111,7 @@ class QuestionAnsweringTask(Task):
 
     def __init__(self, config=None):
         super().__init__(config)
-        c = self.config
-        if c.max_query_length < 1 or c.seq_length - 3 - c.max_query_length < 1:
-            raise ValueError(f"squad: max_query_length={c.max_query_length} must be in "
-                             f"[1, seq_length - 4 = {c.seq_length - 4}] (room for the context).")
-        for name in ("doc_stride", "max_answer_length", "n_best_size", "max_windows",
-                     "predict_batch_size"):
-            if getattr(c, name) < 1:
-                raise ValueError(f"squad: {name} must be >= 1, got {getattr(c, name)}.")
-        if c.doc_overlap is not None and not 0 <= c.doc_overlap < c.seq_length - 3 - \
-                c.max_query_length:
-            raise ValueError(f"squad: doc_overlap={c.doc_overlap} must be in [0, seq_length - 3 "
-                             f"- max_query_length = {c.seq_length - 3 - c.max_query_length}) "
-                             "(each window must move on).")
-        self.version_2 = c.version_2
+        self.version_2 = self.config.version_2
         self._data = {}
         self._num_windows = {}
         self._answer_fns = {}

@@ -107,7 +107,7 @@ def training_summary(task, train, encoder_config):
     summary = {**task.summary(), "train_examples": n,
                "seq_length": getattr(task.config, "seq_length", None),
                "batch_size": train.batch_size, "steps_per_epoch": steps,
-               "total_steps": total, "warmup_steps": int(train.warmup_fraction * total),
+               "total_steps": total, "warmup_steps": int(train.warmup_ratio * total),
                "learning_rate": train.learning_rate, "epochs": train.epochs,
                "recipe": notes, "dtype_policy": train.dtype_policy or "float32"}
     if train.lora_rank:

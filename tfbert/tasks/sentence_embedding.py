@@ -44,7 +44,7 @@ from tfbert.export.task_model import export_task_model
 from tfbert.losses import (CosineSimilarityLoss, MatryoshkaLoss, MultipleNegativesRankingLoss,
                            SoftmaxLoss, TripletLoss)
 from tfbert.metrics import retrieval
-from tfbert.models.sentence_encoder import SentenceEncoder, truncate_embeddings
+from tfbert.models.sentence_encoder import POOLING, SentenceEncoder, truncate_embeddings
 from tfbert.tasks.base import Task
 from tfbert.text.packer import trim_to_bucket, trim_to_longest
 from tfbert.text.windows import WINDOW_MODES
@@ -62,7 +62,7 @@ class SentenceEmbeddingConfig:
     dev_file: str = ""
     format: Optional[str] = None  # tsv | csv | jsonl; default from the extension
     header: bool = True  # TSV/CSV: first line names the columns
-    loss: str = "ranking"  # ranking | cosine | softmax | triplet
+    loss: str = one_of(LOSSES, "ranking")
     text_column: Column = "anchor"  # query / sentence1 / anchor
     text_b_column: Column = "positive"  # passage / sentence2 / positive
     negative_column: Column = None  # ranking: optional hard negative; triplet: required
@@ -71,8 +71,8 @@ class SentenceEmbeddingConfig:
     label_list: Optional[list] = None  # softmax: default sorted labels of the training file
     min_score: float = 0.0  # scores must lie in [min_score, max_score] (STS-B: 0, 5)
     max_score: float = 1.0
-    dev_metric: Optional[str] = None  # retrieval | spearman; default spearman for cosine
-    pooling: str = "mean"  # mean | cls | max
+    dev_metric: Optional[str] = one_of(DEV_METRICS, None)  # default: spearman for cosine
+    pooling: str = one_of(POOLING, "mean")
     normalize: bool = True
     dense_units: Optional[int] = None
     scale: float = 20.0  # ranking: cosine scale (sentence-transformers' default)
@@ -96,6 +96,10 @@ class SentenceEmbeddingConfig:
 
     def __post_init__(self):
         validate(self)
+        if self.loss == "triplet" and self.negative_column is None:
+            raise ValueError("task.loss=triplet needs task.negative_column.")
+        if self.matryoshka_dims is not None and self.loss != "ranking":
+            raise ValueError("task.matryoshka_dims applies to loss=ranking only.")
 
     def window_options(self):
         """`SentenceEncoder.encode` / `embed_text` keyword arguments for long texts."""
@@ -116,20 +120,9 @@ class SentenceEmbeddingTask(Task):
         # to a bucket width, so it compiles a few shapes, not one per batch.
         self.trim = None  # None, trim_to_longest or trim_to_bucket
         c = self.config
-        if c.loss not in LOSSES:
-            raise ValueError(f"task.loss must be one of {list(LOSSES)}, got {c.loss!r}.")
-        if c.loss == "triplet" and c.negative_column is None:
-            raise ValueError("task.loss=triplet needs task.negative_column.")
         self.dev_metric = c.dev_metric or ("spearman" if c.loss == "cosine" else "retrieval")
-        if self.dev_metric not in DEV_METRICS:
-            raise ValueError(f"task.dev_metric must be one of {list(DEV_METRICS)}, "
-                             f"got {c.dev_metric!r}.")
         self.main_metric = "spearman" if self.dev_metric == "spearman" else "recall_at_1"
         self.label_list = [str(l) for l in c.label_list] if c.label_list else None
-        if c.matryoshka_dims is not None and c.loss != "ranking":
-            raise ValueError("task.matryoshka_dims applies to loss=ranking only.")
-        if c.truncate_dim is not None and c.truncate_dim < 1:
-            raise ValueError(f"task.truncate_dim must be >= 1, got {c.truncate_dim}.")
 
     # === Data ===
 

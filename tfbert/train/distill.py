@@ -34,6 +34,7 @@ from keras import ops
 
 from tfbert import checkpoint
 from tfbert.encoder import INPUT_NAMES
+from tfbert.experiment import at_least, positive, validate
 
 LAYER = "transformer_layer_"
 
@@ -122,18 +123,15 @@ def soft_target_loss(student_logits, teacher_logits, temperature, weights=None):
 class DistillConfig:
     """Loss weights of distillation (the `distill:` section of tools/distill.py's YAML)."""
 
-    temperature: float = 2.0
-    soft_weight: float = 1.0  # KL to the teacher's soft targets
-    hard_weight: float = 0.5  # the task's loss on gold labels (MLM cross-entropy in general mode)
-    cosine_weight: float = 1.0  # general distillation: 1 - cos(student, teacher hidden states)
+    temperature: float = positive(2.0)
+    soft_weight: float = at_least(0.0, 1.0)  # KL to the teacher's soft targets
+    # The task's loss on gold labels (MLM cross-entropy in general mode).
+    hard_weight: float = at_least(0.0, 0.5)
+    # General distillation: 1 - cos(student, teacher hidden states).
+    cosine_weight: float = at_least(0.0, 1.0)
 
     def __post_init__(self):
-        if not (isinstance(self.temperature, (int, float)) and self.temperature > 0):
-            raise ValueError(f"distill.temperature must be positive, got {self.temperature!r}.")
-        for name in ("soft_weight", "hard_weight", "cosine_weight"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise ValueError(f"distill.{name} must be a number >= 0, got {value!r}.")
+        validate(self)
 
 
 class TaskDistiller(keras.Model):

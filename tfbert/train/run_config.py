@@ -39,11 +39,13 @@ def flatten(config, prefix=""):
     return flat
 
 
-def claim_model_dir(model_dir, config, overwrite=False, name=RUN_CONFIG, write=True):
+def claim_model_dir(model_dir, config, overwrite=False, name=RUN_CONFIG, write=True,
+                    renamed=None):
     """Checks `config` (a JSON-able dict) against the one stored in
     `model_dir`; stores it for a new run. `overwrite=True` empties
     `model_dir` first (start fresh). `write=False` (multi-worker non-chief):
-    only check."""
+    only check. `renamed`: `{old dotted key: new}` of keys a stored config
+    may hold under an old name (`tfbert.experiment.renamed_keys`)."""
     path = os.path.join(model_dir, name)
     if overwrite and os.path.isdir(model_dir) and write:
         shutil.rmtree(model_dir)
@@ -54,7 +56,8 @@ def claim_model_dir(model_dir, config, overwrite=False, name=RUN_CONFIG, write=T
             except json.JSONDecodeError:
                 stored = None
         if stored is not None:
-            changed = _changes(flatten(stored), flatten(json.loads(json.dumps(config))))
+            stored = {(renamed or {}).get(k, k): v for k, v in flatten(stored).items()}
+            changed = _changes(stored, flatten(json.loads(json.dumps(config))))
             if changed:
                 shown = ", ".join(changed[:4]) + (", ..." if len(changed) > 4 else "")
                 raise ValueError(

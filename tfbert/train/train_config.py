@@ -14,12 +14,15 @@ True
 import dataclasses
 from typing import Optional
 
-from tfbert.experiment import at_least, in_range, one_of, positive, validate
+from tfbert.experiment import at_least, in_range, one_of, positive, renamed, validate
 
+# `keras.config.set_dtype_policy` names ("" = leave the global policy as it is).
+DTYPE_POLICIES = ("", "float32", "mixed_bfloat16", "mixed_float16")
 # `train.lora_targets` names (`tfbert.train.lora.TARGETS`): projections of each block.
 LORA_TARGETS = ("query", "key", "value", "attention_output", "intermediate", "output")
 
 
+@renamed(warmup_fraction="warmup_ratio")
 @dataclasses.dataclass
 class TrainConfig:
     """How a task trains; field names are the YAML keys and `--set train.<name>`."""
@@ -54,7 +57,7 @@ class TrainConfig:
     # this many optimizer steps (small data needs steps, not 2-3 epochs).
     # None: the task's floor (`Task.min_train_steps`: 300; question answering 600).
     min_steps: Optional[int] = at_least(1, None)
-    warmup_fraction: float = in_range(0.0, 1.0, 0.1)
+    warmup_ratio: float = in_range(0.0, 1.0, 0.1)  # share of the steps spent warming up
     weight_decay: float = at_least(0.0, 0.01)
     optimizer_type: str = one_of(("adamw", "lamb"), "adamw")
     clipnorm: float = positive(1.0)
@@ -71,7 +74,7 @@ class TrainConfig:
     jit_compile: bool = True
     # Mixed precision: compute in half precision, keep float32 variables and
     # float32 outputs ("" = the Keras global policy, usually float32).
-    dtype_policy: str = one_of(("", "float32", "mixed_bfloat16", "mixed_float16"), "")
+    dtype_policy: str = one_of(DTYPE_POLICIES, "")
     tensorboard: bool = True
     verbose: int = in_range(0, 2, 2)
 

@@ -1,10 +1,13 @@
-"""The docstring-family task of the distillation test and benchmark: real
-sentences, disjoint splits, balanced classes, deterministic for a seed."""
+"""The example datasets of `tfbert.datasets`: real sentences, the labelling
+rule holds, disjoint splits, balanced classes, deterministic for a seed."""
 
 import collections
+import inspect
+import os
+import sysconfig
 
-# benchmarks/ is a top-level folder of the repository, not part of the package.
-from benchmarks.docstring_task import build_docstring_task
+from tfbert.datasets.docstring_families import FAMILIES, build_docstring_task, family_of
+from tfbert.datasets.docstring_pairs import docstring_pairs, stdlib_objects
 
 
 def rows(path, header):
@@ -27,3 +30,20 @@ def test_splits_are_disjoint_balanced_and_deterministic(tmp_path):
                          pool_per_class=5, seed=7)
     for name in ("train.tsv", "dev.tsv", "transfer.txt"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_a_sentence_is_labelled_with_its_module_family():
+    stdlib = sysconfig.get_paths()["stdlib"]
+    assert family_of(os.path.join(stdlib, "asyncio", "tasks.py"), stdlib) == "concurrency"
+    assert family_of(os.path.join(stdlib, "shutil.py"), stdlib) == "files_os"
+    assert family_of(os.path.join(stdlib, "json", "decoder.py"), stdlib) is None
+    assert all(modules for modules in FAMILIES.values())
+
+
+def test_a_pair_is_a_docstring_summary_line_and_its_body():
+    rows = docstring_pairs()
+    assert len({q for _, q, _ in rows}) == len(rows) == len({p for _, _, p in rows})
+    docs = [" ".join(inspect.getdoc(obj).split()) for _, _, obj in stdlib_objects()
+            if (inspect.isfunction(obj) or inspect.isclass(obj)) and inspect.getdoc(obj)]
+    for module, query, passage in rows[:20]:
+        assert any(doc.startswith(query) and passage in doc for doc in docs), (module, query)

@@ -24,7 +24,7 @@ Tasks:
   240 train / 300 dev questions, a third unanswerable, seq_length 64 with
   `doc_stride` 32: three windows or more per context);
 - `docstrings`: which standard-library family a docstring sentence is from
-  (`docstring_task.py`, 5 classes, 30 train / 60 dev per class);
+  (`tfbert.datasets.docstring_families`, 5 classes, 30 train / 60 dev per class);
 - `sentiment`: the shipped sentiment sentences (160 train / 40 dev);
 - `ner`: the shipped CoNLL files;
 - `long_docs`, `long_docs_128`, `long_docs_512`: the manual section of a man page
@@ -41,7 +41,7 @@ Tasks:
   (the reference, `problem_type="multi_label_classification"`, trains on the
   other 90% for this; its figure at the usual fixed 0.5 is printed too);
 - `embeddings`: (summary line, rest of the paragraph) pairs from standard-library
-  docstrings (`docstring_pairs.py`; 300 held out), in-batch negatives, held-out
+  docstrings (`tfbert.datasets.docstring_pairs`; 300 held out), in-batch negatives, held-out
   recall@1; the reference is sentence-transformers' `MultipleNegativesRankingLoss`
   (scale 20) on the same recipe;
 - `rerank`: retrieval with a bi-encoder, + tfbert's cross-encoder rerank, + the

@@ -28,7 +28,6 @@ and why, documents and instances per split; the same numbers are the
 runner lost elements) fails with one line and leaves the output as it was.
 """
 
-import dataclasses
 import os
 import sys
 
@@ -37,110 +36,18 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from absl import app, flags
 
 from tfbert import experiment
-from tfbert.text.masking import STRATEGIES as MASKING_STRATEGIES
+from tfbert.data.pretraining_data_config import (
+    PretrainingDataConfig, create_pretraining_data, summary_lines)
 
 
-@dataclasses.dataclass
-class CreateDataConfig:
-    input_files: str = ""
-    output_dir: str = ""
-    vocab_file: str = ""
-    lower_case: bool = True
-    max_seq_length: int = experiment.at_least(5, 128)  # [CLS] a [SEP] b [SEP]
-    short_seq_prob: float = experiment.in_range(0.0, 1.0, 0.1)
-    dupe_factor: int = experiment.at_least(1, 1)
-    num_shards: int = experiment.at_least(1, 1)
-    seed: int = 12345
-    # nsp (the default when empty) | sop (ALBERT's sentence order) | none (MLM only).
-    next_sentence_task: str = experiment.one_of(("", "nsp", "sop", "none"), "")
-    use_nsp: bool = True  # deprecated: false is next_sentence_task=none
-    static_masking: bool = False
-    masking_strategy: str = experiment.one_of(MASKING_STRATEGIES, "token")
-    masked_lm_prob: float = experiment.in_range(0.0, 1.0, 0.15, high_open=True)
-    max_predictions_per_seq: int = experiment.at_least(1, 20)
-    # Documents tokenized at a time.
-    buffer_documents: int = experiment.at_least(1, 1000)
-    # Reservoir of documents for random "next" segments.
-    random_next_pool: int = experiment.at_least(2, 10000)
-    # Instances per temporary shuffle bucket (memory unit).
-    bucket_instances: int = experiment.at_least(1, 50000)
-    # Share of documents held out in <output_dir>/eval/.
-    eval_fraction: float = experiment.in_range(0.0, 1.0, 0.01, high_open=True)
-    runner: str = ""  # empty: the local writer; else an Apache Beam runner
-    beam_pipeline_options: str = ""  # more Beam options, e.g. "--project=p --region=r"
-    dask_address: str = ""  # --runner=DaskRunner: the scheduler, e.g. tcp://10.0.0.5:8786
-
-    def __post_init__(self):
-        experiment.validate(self)
-
-
-flags.DEFINE_string("config", None, "YAML file with CreateDataConfig fields.")
+flags.DEFINE_string("config", None, "YAML file with PretrainingDataConfig fields.")
 flags.DEFINE_multi_string("set", [], "Overrides, key=value (YAML values).")
-experiment.define_flags(CreateDataConfig)
+experiment.define_flags(PretrainingDataConfig)
 FLAGS = flags.FLAGS
 
 
 def config_from_flags():
-    return experiment.load_flags(CreateDataConfig, FLAGS)[0]
-
-
-def run(cfg):
-    from tfbert.data.pretraining import next_sentence_task_or_use_nsp, write_pretraining_data
-    from tfbert.text.masking import MaskedLMMasker
-    from tfbert.text.tokenizer import BertTokenizer
-
-    for name in ("input_files", "output_dir", "vocab_file"):
-        if not getattr(cfg, name):
-            raise ValueError(f"--{name} is required.")
-    if cfg.runner:
-        from tfbert.data.pretraining_beam import run_pipeline
-
-        return run_pipeline(cfg)
-    if cfg.dask_address:
-        raise ValueError("--dask_address is for --runner=DaskRunner.")
-    tokenizer = BertTokenizer(vocab_file=cfg.vocab_file, lower_case=cfg.lower_case)
-    masker = None
-    if cfg.static_masking:
-        masker = MaskedLMMasker.from_vocab(
-            tokenizer.vocab,
-            max_predictions=cfg.max_predictions_per_seq,
-            mask_rate=cfg.masked_lm_prob,
-            strategy=cfg.masking_strategy,
-        )
-    return write_pretraining_data(
-        cfg.input_files,
-        cfg.output_dir,
-        tokenizer,
-        max_seq_length=cfg.max_seq_length,
-        short_seq_prob=cfg.short_seq_prob,
-        dupe_factor=cfg.dupe_factor,
-        num_shards=cfg.num_shards,
-        seed=cfg.seed,
-        masker=masker,
-        buffer_documents=cfg.buffer_documents,
-        next_sentence_task=next_sentence_task_or_use_nsp(cfg.next_sentence_task or None,
-                                                         None if cfg.use_nsp else False),
-        random_next_pool=cfg.random_next_pool,
-        bucket_instances=cfg.bucket_instances,
-        eval_fraction=cfg.eval_fraction,
-    )
-
-
-def summary_lines(summary):
-    """What the end of a run prints (the `summary` of pretraining_data.json)."""
-    skipped = summary["documents_skipped"]
-    reasons = ", ".join(f"{n} {r.replace('_', ' ')}" for r, n in skipped.items() if n) or "none"
-    files = summary["files"]
-    docs, inst, shards = summary["documents"], summary["instances"], summary["num_shards"]
-    return [
-        f"Summary ({summary['runner']}):",
-        f"  documents read     {summary['documents_read']:,} ({summary['sentences_read']:,} "
-        f"sentences) from {len(files)} file(s)",
-        f"  documents skipped  {sum(skipped.values()):,} ({reasons})",
-        f"  documents used     train {docs['train']:,}, eval {docs['eval']:,}",
-        f"  instances written  train {inst['train']:,} in {shards['train']} shard(s), "
-        f"eval {inst['eval']:,} in {shards['eval']} shard(s)",
-    ]
+    return experiment.load_flags(PretrainingDataConfig, FLAGS)[0]
 
 
 def main(argv):
@@ -148,7 +55,7 @@ def main(argv):
     from tfbert.data.pretraining_beam import DataLossError
 
     try:
-        metadata = run(config_from_flags())
+        metadata = create_pretraining_data(config_from_flags())
     # OSError: also a Dask scheduler that cannot be reached.
     except (ValueError, OSError, TypeError, ImportError, DataLossError) as e:
         print(f"create_pretraining_data: error: {e}", file=sys.stderr)

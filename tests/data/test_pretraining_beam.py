@@ -317,12 +317,11 @@ def test_a_lossy_runner_fails_and_keeps_the_earlier_output(generate, dask_addres
     good, _ = generate("shipped", "DaskRunner")
     before = {p.relative_to(good): hashlib.sha256(p.read_bytes()).hexdigest()
               for p in good.rglob("*") if p.is_file()}
-    sys.path.insert(0, str(ROOT / "tools"))
-    from create_pretraining_data import CreateDataConfig
+    from tfbert.data.pretraining_data_config import PretrainingDataConfig
 
-    cfg = CreateDataConfig(input_files=str(DATA / "corpus.txt"), vocab_file=str(VOCAB),
-                           output_dir=str(good), static_masking=True, runner="DaskRunner",
-                           dask_address=dask_address, **SETTINGS)
+    cfg = PretrainingDataConfig(input_files=str(DATA / "corpus.txt"), vocab_file=str(VOCAB),
+                                output_dir=str(good), static_masking=True,
+                                runner="DaskRunner", dask_address=dask_address, **SETTINGS)
     lossy = beam.BatchElements(min_batch_size=16, max_batch_size=64) | beam.FlatMap(list)
     with pytest.raises(DataLossError) as error:
         run_pipeline(cfg, between=lossy)

@@ -364,7 +364,7 @@ def check_counts(totals, files, runner):
 
 
 def run_pipeline(cfg, log=print, between=None):
-    """Runs the pipeline for a `CreateDataConfig` (`cfg.runner`,
+    """Runs the pipeline for a `PretrainingDataConfig` (`cfg.runner`,
     `cfg.beam_pipeline_options`, `cfg.dask_address`) through
     `tfbert.data.pretraining.write_shards`; checks that no stage lost data,
     so the shards in `cfg.output_dir` and its `pretraining_data.json` (with a

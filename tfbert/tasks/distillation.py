@@ -94,7 +94,7 @@ class DistillationTask:
         no gold label)."""
         if path not in self._soft:
             examples, targets = self.task.read(path)
-            texts = {k: list(v) for k, v in self.task._texts(examples).items()}
+            texts = self.task.text_columns(examples.text, examples.text_b)
             gold = len(targets)
             if self.augment_copies:
                 texts["text"] += augment_texts(texts["text"], self.augment_checkpoint,
@@ -167,7 +167,7 @@ def read_transfer_file(task, path):
                                                  header=c.header)
     except (ValueError, FileNotFoundError) as e:
         raise type(e)(f"transfer_file: {e}") from None
-    return {k: list(v) for k, v in task._texts(examples).items()}
+    return task.text_columns(examples.text, examples.text_b)
 
 
 def _nonblank_lines(path):

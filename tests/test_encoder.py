@@ -310,3 +310,59 @@ def test_bert_defaults_keep_bert_weights():
         config.replace(embedding_size=0)
     with pytest.raises(ValueError, match="share_layers: expected true or false, got 'yes'"):
         config.replace(share_layers="yes")
+
+
+@pytest.fixture(scope="module")
+def pre_layer_norm():
+    cfg = BertConfig.from_preset("tiny", vocab_size=1000, num_layers=2, norm_first=True,
+                                 dropout_rate=0.0, attention_dropout_rate=0.0)
+    keras.utils.set_random_seed(5)
+    return BertEncoder(cfg)
+
+
+def test_pre_layer_norm_blocks_by_hand(pre_layer_norm):
+    """Each sub-layer normalizes its input; the stream is normalized once, at the end."""
+    inputs = make_inputs()
+    out = pre_layer_norm(inputs)
+    x = pre_layer_norm.embeddings(inputs["input_word_ids"], inputs["input_type_ids"])
+    mask = np.asarray(inputs["input_mask"], bool)[:, None, :]
+    for i, block in enumerate(pre_layer_norm.transformer_layers):
+        normed = block.attention_layer_norm(x)
+        x = x + block.self_attention(normed, normed, attention_mask=mask)
+        x = x + block.output_dense(block.intermediate_dense(block.output_layer_norm(x)))
+        if i == 0:
+            np.testing.assert_allclose(out["encoder_outputs"][0], x, atol=1e-5)
+    x = pre_layer_norm.final_layer_norm(x)
+    np.testing.assert_allclose(out["sequence_output"], x, atol=1e-5)
+    np.testing.assert_allclose(out["encoder_outputs"][-1], x, atol=1e-5)
+
+
+def test_pre_layer_norm_round_trips(pre_layer_norm, tmp_path):
+    from tfbert import checkpoint
+    from tfbert.convert import common
+
+    config = pre_layer_norm.config
+    names = pre_layer_norm.get_named_weights()
+    assert names["final_layer_norm/gamma"].shape == (128,)
+    assert common.encoder_weight_shapes(config) == {n: v.shape for n, v in names.items()}
+    clone = BertEncoder.from_config(pre_layer_norm.get_config())
+    assert clone.config == config and clone.get_config() == pre_layer_norm.get_config()
+    inputs = make_inputs()
+    want = pre_layer_norm(inputs)["sequence_output"]
+    pre_layer_norm.save(str(tmp_path / "encoder.keras"))
+    loaded = keras.models.load_model(str(tmp_path / "encoder.keras"))
+    np.testing.assert_allclose(loaded(inputs)["sequence_output"], want, atol=1e-6)
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("".join(f"w{i}\n" for i in range(1000)))
+    path = checkpoint.save_checkpoint(str(tmp_path / "ckpt"), config, names, str(vocab), True)
+    from_ckpt = BertEncoder.from_pretrained(path)
+    assert from_ckpt.config.norm_first
+    np.testing.assert_allclose(from_ckpt(inputs)["sequence_output"], want, atol=1e-6)
+
+
+def test_norm_first_defaults_to_post_layer_norm():
+    config = BertConfig.from_preset("tiny", vocab_size=100)
+    assert config.norm_first is False
+    assert "final_layer_norm/gamma" not in BertEncoder(config).get_named_weights()
+    with pytest.raises((TypeError, ValueError), match="norm_first"):
+        config.replace(norm_first="yes")

@@ -31,6 +31,12 @@ class BertConfig:
     projection). `share_layers` builds one transformer block and applies it
     `num_layers` times (cross-layer parameter sharing).
 
+    `norm_first` (off by default, which is BERT exactly): pre-LayerNorm blocks
+    (each sub-layer normalizes its input) and a final layer norm after the last
+    block, as in Keras' `TransformerEncoder(norm_first=True)`; stabler for
+    training from scratch at high learning rates. Released BERT weights are
+    post-LN, so the converters refuse it.
+
     Example:
     >>> cfg = BertConfig.from_preset("tiny")
     >>> cfg.hidden_size, cfg.num_layers
@@ -53,6 +59,7 @@ class BertConfig:
     layer_norm_eps: float = positive(1e-12)
     embedding_size: Optional[int] = positive(None)  # None: = hidden_size (BERT)
     share_layers: bool = False
+    norm_first: bool = False  # pre-LayerNorm blocks + a final layer norm
 
     @property
     def factorized_embeddings(self):

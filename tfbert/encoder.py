@@ -68,11 +68,18 @@ class BertEncoder(keras.Model):
                 attention_dropout_rate=config.attention_dropout_rate,
                 initializer_range=config.initializer_range,
                 layer_norm_eps=config.layer_norm_eps,
+                norm_first=config.norm_first,
                 dtype=policy,
                 name=f"transformer_layer_{i}",
             )
             for i in range(1 if config.share_layers else config.num_layers)
         ]
+        # Pre-LN blocks leave the residual stream unnormalized: one norm at the end.
+        final_layer_norm = None
+        if config.norm_first:
+            final_layer_norm = keras.layers.LayerNormalization(
+                epsilon=config.layer_norm_eps, dtype=policy, name="final_layer_norm"
+            )
         pooler = keras.layers.Dense(
             config.hidden_size,
             activation="tanh",
@@ -97,6 +104,9 @@ class BertEncoder(keras.Model):
             x, probs = block(x, attention_mask=attention_mask, return_attention_probs=True)
             layer_outputs.append(x)
             attention_probs.append(probs)
+        if final_layer_norm is not None:
+            x = final_layer_norm(x)
+            layer_outputs[-1] = x  # the last layer's output is sequence_output, as post-LN
         pooled = pooler(x[:, 0, :])
 
         def as_float32(t):
@@ -117,6 +127,7 @@ class BertEncoder(keras.Model):
         self.return_attention_probs = return_attention_probs
         self.embeddings = embeddings
         self.transformer_layers = blocks
+        self.final_layer_norm = final_layer_norm
         self.pooler = pooler
 
     @property

@@ -36,3 +36,17 @@ def test_read_json_names_the_file(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(ValueError, match="config.json: not valid JSON"):
         common.read_json(bad)
+
+
+def test_converters_refuse_pre_layer_norm():
+    from tfbert.convert.albert import albert_rules
+    from tfbert.convert.google import google_rules
+    from tfbert.convert.huggingface import huggingface_rules
+
+    config = BertConfig.from_preset("tiny", vocab_size=50, norm_first=True)
+    for make_rules in (google_rules, lambda c: huggingface_rules(c, ""),
+                       lambda c: albert_rules(c.replace(embedding_size=32), "")):
+        with pytest.raises(ValueError, match="norm_first=True .pre-LayerNorm. has no "
+                                             "counterpart") as error:
+            make_rules(config)
+        assert "\n" not in str(error.value)

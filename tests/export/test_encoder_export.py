@@ -262,3 +262,21 @@ def test_full_integer_tflite_calibrated_on_training_text(tmp_path, uncased_vocab
         export_encoder_tflite(encoder, str(tmp_path / "x.tflite"), quantization="full_integer",
                               representative_data=[])
     assert not (tmp_path / "x.tflite").exists()
+
+
+def test_pre_layer_norm_encoder_saved_model_and_tflite_match_keras(tmp_path):
+    import tensorflow as tf
+    from ai_edge_litert.interpreter import Interpreter
+
+    keras.utils.set_random_seed(6)
+    encoder = BertEncoder(BertConfig.from_preset("tiny", vocab_size=1000, norm_first=True))
+    inputs = make_inputs()
+    want = encoder(inputs)
+    path = export_encoder(encoder, str(tmp_path / "enc"), vocab_file=_vocab(tmp_path),
+                          lower_case=False)
+    got = tf.saved_model.load(path)(inputs, training=False)
+    for key in ("sequence_output", "pooled_output"):
+        assert np.abs(got[key] - want[key]).max() <= 1e-5, key
+    tfl = export_encoder_tflite(encoder, str(tmp_path / "enc.tflite"), seq_length=16)
+    got = Interpreter(model_path=tfl).get_signature_runner("serve")(**inputs)
+    assert np.abs(got["sequence_output"] - want["sequence_output"]).max() <= 1e-4

@@ -145,3 +145,18 @@ def _umask():
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_pre_layer_norm_classifier_from_strings_matches_keras(make_preprocessor, tmp_path):
+    """A pre-LN encoder (final layer norm included) exports like a post-LN one."""
+    from tfbert.export.task_model import load_task_model
+
+    encoder = BertEncoder(BertConfig.from_preset("tiny", dropout_rate=0.0, norm_first=True))
+    task = ClassificationTask(ClassificationConfig(label_list=["neg", "pos"], seq_length=24)
+                              ).prepare(make_preprocessor(24))
+    model = task.build_model(encoder)
+    path = str(tmp_path / "export" / "1")
+    task.export(model, path)
+    got = load_task_model(path).signatures["serving_default"](text=tf.constant(TEXT))
+    want = task.predict(model, TEXT)
+    np.testing.assert_allclose(got["logits"].numpy(), want["logits"], atol=1e-5)

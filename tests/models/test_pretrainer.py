@@ -228,3 +228,27 @@ def test_sentence_order_prediction_uses_the_binary_head(tiny_config, tmp_path, u
     assert BertPretrainer.from_config(model.get_config()).next_sentence_task == "sop"
     assert BertPretrainer(BertEncoder(tiny_config.replace(vocab_size=VOCAB)),
                           use_nsp=False).next_sentence_task == "none"
+
+
+def test_pre_layer_norm_trains_and_round_trips(tiny_config, tmp_path, uncased_vocab_file):
+    keras.utils.set_random_seed(1)
+    model = BertPretrainer(BertEncoder(tiny_config.replace(vocab_size=VOCAB, norm_first=True)))
+    assert "final_layer_norm/gamma" in model.encoder.get_named_weights()
+    x, y = make_batch(batch=8)
+    model.compile(optimizer=create_optimizer(3e-3, num_train_steps=40, num_warmup_steps=2),
+                  jit_compile=True)
+    ds = tf.data.Dataset.from_tensors((x, y)).repeat()
+    history = model.fit(ds, steps_per_epoch=20, epochs=2, verbose=0).history
+    assert history["mlm_loss"][-1] < 0.7 * history["mlm_loss"][0]
+
+    want = model(x)
+    model.save_checkpoint(str(tmp_path / "ckpt"), uncased_vocab_file, lower_case=True)
+    loaded = BertPretrainer.from_checkpoint(str(tmp_path / "ckpt"))
+    assert loaded.config.norm_first
+    for key in want:
+        np.testing.assert_allclose(loaded(x)[key].numpy(), want[key].numpy(), atol=1e-5)
+    with pytest.raises(ValueError, match="holds pre-LayerNorm weights; norm_first cannot "
+                                         "change") as error:
+        BertPretrainer.from_checkpoint(str(tmp_path / "ckpt"),
+                                       config_overrides={"norm_first": False})
+    assert "\n" not in str(error.value)

@@ -88,6 +88,7 @@ def albert_rules(config, prefix):
     weights are `[out, in]` and get transposed; attention projections are then
     split into Keras' `[hidden, heads, head_dim]`.
     """
+    common.refuse_pre_layer_norm(config)
     h, e, heads, inter = (config.hidden_size, config.embedding_width, config.num_heads,
                           config.intermediate_size)
     head_dim = h // heads

@@ -73,9 +73,21 @@ def encoder_weight_shapes(config):
             f"{layer}/output_layer_norm/gamma": (h,),
             f"{layer}/output_layer_norm/beta": (h,),
         })
+    if config.norm_first:
+        shapes["final_layer_norm/gamma"] = (h,)
+        shapes["final_layer_norm/beta"] = (h,)
     shapes["pooler/kernel"] = (h, h)
     shapes["pooler/bias"] = (h,)
     return shapes
+
+
+def refuse_pre_layer_norm(config):
+    """Google, Hugging Face and ALBERT checkpoints are post-LayerNorm: their
+    weights in pre-LN blocks would load without error and compute nonsense."""
+    if config.norm_first:
+        raise ValueError("BertConfig.norm_first=True (pre-LayerNorm) has no counterpart in "
+                         "Google, Hugging Face or ALBERT checkpoints, which are post-LayerNorm; "
+                         "convert with norm_first=False.")
 
 
 def head_weight_shapes(config):
@@ -155,6 +167,7 @@ def bert_rules(config, names, layer_norm, out_in):
     >>> [r.source for r in rules if "query" in r.target]
     ['src.transformer_layer_0/self_attention/query/kernel', 'src.transformer_layer_0/self_attention/query/bias']
     """
+    refuse_pre_layer_norm(config)
     h, heads, inter = config.hidden_size, config.num_heads, config.intermediate_size
     head_dim = h // heads
     kernel = (lambda w: w.T) if out_in else identity

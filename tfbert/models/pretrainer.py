@@ -254,6 +254,11 @@ class BertPretrainer(keras.Model):
 
         ckpt = checkpoint.read_checkpoint(checkpoint_dir)
         config = ckpt.config.replace(**config_overrides) if config_overrides else ckpt.config
+        if config.norm_first != ckpt.config.norm_first:
+            kind = "pre" if ckpt.config.norm_first else "post"
+            raise ValueError(f"{checkpoint_dir} holds {kind}-LayerNorm weights; norm_first "
+                             "cannot change when continuing from them (the blocks compute "
+                             "differently).")
         encoder = BertEncoder(config, dtype=dtype)
         encoder.set_named_weights(ckpt.encoder_weights(), source=ckpt.weights_path)
         model = cls(encoder, use_nsp=use_nsp, use_sbo=use_sbo,

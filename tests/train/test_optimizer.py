@@ -89,3 +89,39 @@ def test_embedding_gradients_are_dense_for_adam():
         opt.apply_gradients([(grad, var)])
         variables.append(var.numpy())
     np.testing.assert_allclose(variables[0], variables[1], atol=1e-7)
+
+
+def test_time_budget_schedule_reads_its_clock_inside_a_compiled_step():
+    import tensorflow as tf
+
+    from tfbert.train.optimizer import TimeBudgetDecay
+
+    schedule = TimeBudgetDecay(1e-3, budget_seconds=100.0, warmup_steps=10)
+    compiled = tf.function(lambda step: schedule(step), jit_compile=True)
+    rates = []
+    for seconds in (0.0, 50.0, 99.0, 100.0, 250.0):
+        schedule.seconds_spent.assign(seconds)
+        rates.append(float(compiled(tf.constant(20))))
+    np.testing.assert_allclose(rates, [1e-3, 5e-4, 1e-5, 0.0, 0.0], atol=1e-9)
+    assert compiled.experimental_get_tracing_count() == 1  # the variable, not a retrace
+    schedule.seconds_spent.assign(0.0)
+    assert float(compiled(tf.constant(5))) == pytest.approx(5e-4)  # warming up
+    again = TimeBudgetDecay.from_config(schedule.get_config())
+    assert again.get_config() == schedule.get_config()
+
+
+def test_budget_optimizer_saves_its_clock_with_its_state(tmp_path):
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    optimizer = create_optimizer(1e-3, num_train_steps=1, budget_seconds=60.0)
+    model.compile(optimizer=optimizer, loss="mse")
+    model.train_on_batch(np.ones((2, 3)), np.ones((2, 1)))
+    optimizer.budget_schedule.seconds_spent.assign(42.5)
+    model.save_weights(str(tmp_path / "state.weights.h5"))
+
+    again = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    restored = create_optimizer(1e-3, num_train_steps=1, budget_seconds=60.0)
+    again.compile(optimizer=restored, loss="mse")
+    restored.build(again.trainable_variables)
+    again.load_weights(str(tmp_path / "state.weights.h5"))
+    assert float(restored.budget_schedule.seconds_spent.numpy()) == 42.5
+    assert int(restored.iterations.numpy()) == 1

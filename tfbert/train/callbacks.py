@@ -23,6 +23,7 @@ import re
 import shutil
 import signal
 import threading
+import time
 import warnings
 
 import keras
@@ -150,6 +151,78 @@ class LossSpikeWarning(keras.callbacks.Callback):
             with atomic_file(kept, suffix=".weights.h5") as tmp:
                 shutil.copyfile(before[-1], tmp)
         return kept
+
+
+class TimeBudget(keras.callbacks.Callback):
+    """Ends training when a time budget is spent, and keeps the clock of the
+    learning-rate schedule (`tfbert.train.optimizer.TimeBudgetDecay`).
+
+    The clock is the wall time inside `fit` (compilation, evaluation and
+    checkpoint saves count), continued from the schedule's `seconds_spent`
+    variable, which the backup restores: a resumed run spends only what is
+    left. Before every step the variable is set from the clock, so the
+    compiled step reads the schedule's progress; after the step that spends
+    the budget (at an optimizer update, under gradient accumulation) training
+    stops and the epoch ends as usual (backup, periodic checkpoint).
+    `learning_rate` (of the epoch's last step) and `budget_seconds_spent` are
+    added to each epoch's logs. List it before the backup and loggers, so
+    they save and log the clock of the same moment.
+
+    If the first step of a fresh run already spends the budget, a
+    `ValueError` says so: the budget is shorter than one step.
+
+    Example:
+    >>> from tfbert.train.optimizer import TimeBudgetDecay
+    >>> budget = TimeBudget(TimeBudgetDecay(1e-3, budget_seconds=60.0))
+    """
+
+    def __init__(self, schedule, log=print):
+        super().__init__()
+        self.schedule = schedule
+        self.log = log
+        self.spent_before = None  # the restored clock, read at the first step
+        self._fit_start = 0.0
+        self._last_step_clock = 0.0
+
+    def seconds_spent(self):
+        return self.spent_before + time.monotonic() - self._fit_start
+
+    def on_train_begin(self, logs=None):
+        self._fit_start = time.monotonic()
+        self.spent_before = None
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self.spent_before is None:  # after every on_train_begin: the backup has restored it
+            self.spent_before = float(self.schedule.seconds_spent.numpy())
+            if self.spent_before:
+                self.log(f"Time budget: {self.spent_before:.1f} s of "
+                         f"{self.schedule.budget_seconds:.1f} s spent before this run.")
+        self._last_step_clock = self.seconds_spent()
+        self.schedule.seconds_spent.assign(self._last_step_clock)
+
+    def on_train_batch_end(self, batch, logs=None):
+        spent = self.seconds_spent()
+        self.schedule.seconds_spent.assign(spent)
+        if spent < self.schedule.budget_seconds:
+            return
+        optimizer = self.model.optimizer
+        micro_steps = int(getattr(optimizer, "_iterations", optimizer.iterations).numpy())
+        if micro_steps % self.schedule.steps_per_update:
+            return  # mid-accumulation: stop at the update
+        if not self.spent_before and micro_steps == self.schedule.steps_per_update:
+            raise ValueError(
+                f"The time budget ({self.schedule.budget_seconds:g} s) is shorter than the "
+                f"first training step, which took {spent:.1f} s (compilation included).")
+        self.model.stop_training = True
+
+    def on_epoch_end(self, epoch, logs=None):
+        spent = self.seconds_spent()
+        self.schedule.seconds_spent.assign(spent)
+        if logs is not None:
+            optimizer = self.model.optimizer
+            last_step = int(getattr(optimizer, "_iterations", optimizer.iterations).numpy()) - 1
+            logs["learning_rate"] = float(self.schedule.rate(last_step, self._last_step_clock))
+            logs["budget_seconds_spent"] = spent
 
 
 def _step_of(path):

@@ -61,6 +61,68 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
+@keras.saving.register_keras_serializable(package="tfbert")
+class TimeBudgetDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """Linear warmup over `warmup_steps` steps, then polynomial decay (linear
+    for `power=1`) to `end_learning_rate` at the end of a time budget.
+
+    The decay's progress is `seconds_spent / budget_seconds`, read from the
+    variable `seconds_spent` inside the (compiled) train step: the
+    `tfbert.train.callbacks.TimeBudget` callback sets it from the wall clock
+    before every step, and it is an optimizer variable (see
+    `create_optimizer`), so a backup saves and restores the clock with the
+    step and a resumed run continues the same schedule. The rate is the lower
+    of the warmup line and the decay curve: it rises, meets the decay, and
+    reaches `end_learning_rate` when the budget is spent.
+
+    Example:
+    >>> s = TimeBudgetDecay(1e-3, budget_seconds=100.0, warmup_steps=10)
+    >>> round(float(s.rate(5, 0.0)), 6), round(float(s.rate(50, 50.0)), 6), float(s.rate(50, 100.0))
+    (0.0005, 0.0005, 0.0)
+    """
+
+    def __init__(self, learning_rate, budget_seconds, warmup_steps=0, end_learning_rate=0.0,
+                 power=1.0, steps_per_update=1, seconds_spent=None):
+        self.learning_rate = learning_rate
+        self.budget_seconds = budget_seconds
+        self.warmup_steps = warmup_steps
+        self.end_learning_rate = end_learning_rate
+        self.power = power
+        self.steps_per_update = steps_per_update
+        if seconds_spent is None:
+            seconds_spent = keras.Variable(0.0, dtype="float32", trainable=False,
+                                           name="budget_seconds_spent")
+        self.seconds_spent = seconds_spent
+
+    def __call__(self, step):
+        return self.rate(step, self.seconds_spent)
+
+    def rate(self, step, seconds_spent):
+        """The learning rate at optimizer step `step` with `seconds_spent` of the budget gone."""
+        if self.steps_per_update > 1:
+            step = ops.floor_divide(step, self.steps_per_update)
+        step = ops.cast(step, "float32")
+        peak = ops.cast(self.learning_rate, "float32")
+        end = ops.cast(self.end_learning_rate, "float32")
+        progress = ops.clip(ops.cast(seconds_spent, "float32") / float(self.budget_seconds),
+                            0.0, 1.0)
+        decayed = (peak - end) * ops.power(1.0 - progress, self.power) + end
+        if self.warmup_steps > 0:
+            return ops.minimum(peak * step / float(self.warmup_steps), decayed)
+        return decayed
+
+    def get_config(self):
+        # The clock is state, not config: it is saved with the optimizer's variables.
+        return {
+            "learning_rate": self.learning_rate,
+            "budget_seconds": self.budget_seconds,
+            "warmup_steps": self.warmup_steps,
+            "end_learning_rate": self.end_learning_rate,
+            "power": self.power,
+            "steps_per_update": self.steps_per_update,
+        }
+
+
 class _SumThenClip:
     """Under tf.distribute, Keras 3.15 clips each replica's gradients and only
     then sums them across replicas, so `global_clipnorm` sees per-replica
@@ -155,6 +217,7 @@ def create_optimizer(
     clipnorm=1.0,
     gradient_accumulation_steps=1,
     dense_gradients=False,
+    budget_seconds=None,
 ):
     """AdamW or LAMB with BERT's schedule; decay skips LayerNorm and biases.
 
@@ -168,15 +231,31 @@ def create_optimizer(
     >>> opt = create_optimizer(5e-5, num_train_steps=1000, num_warmup_steps=100)
     >>> type(opt).__name__
     'AdamW'
+
+    `budget_seconds`: the decay follows the time spent instead of the step
+    (`TimeBudgetDecay`; `num_train_steps` is unused); train with the
+    `tfbert.train.callbacks.TimeBudget(optimizer.budget_schedule)`, which
+    keeps the clock.
     """
-    schedule = WarmupPolynomialDecay(
-        learning_rate,
-        decay_steps=num_train_steps,
-        warmup_steps=num_warmup_steps,
-        end_learning_rate=end_learning_rate,
-        power=power,
-        steps_per_update=max(1, int(gradient_accumulation_steps)),
-    )
+    steps_per_update = max(1, int(gradient_accumulation_steps))
+    if budget_seconds:
+        schedule = TimeBudgetDecay(
+            learning_rate,
+            budget_seconds=budget_seconds,
+            warmup_steps=num_warmup_steps,
+            end_learning_rate=end_learning_rate,
+            power=power,
+            steps_per_update=steps_per_update,
+        )
+    else:
+        schedule = WarmupPolynomialDecay(
+            learning_rate,
+            decay_steps=num_train_steps,
+            warmup_steps=num_warmup_steps,
+            end_learning_rate=end_learning_rate,
+            power=power,
+            steps_per_update=steps_per_update,
+        )
     kwargs = dict(
         learning_rate=schedule,
         weight_decay=weight_decay,
@@ -193,6 +272,10 @@ def create_optimizer(
         optimizer = Lamb(**kwargs)
     else:
         raise ValueError(f"Unknown optimizer_type {optimizer_type!r}; use 'adamw' or 'lamb'.")
+    if budget_seconds:
+        # An optimizer variable: saved and restored with the step by every backup.
+        schedule.seconds_spent = optimizer.add_variable((), name="budget_seconds_spent")
+        optimizer.budget_schedule = schedule  # for the TimeBudget callback
     optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_PATTERNS))
     # Dense embedding gradients (torch's Adam): always with accumulation (its
     # accumulators are dense); without it only when asked, so the recipe's

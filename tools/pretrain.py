@@ -13,6 +13,12 @@ rerun the same command after a kill and training resumes at the first
 unfinished chunk, with the input pipeline skipping the batches already used.
 SIGTERM (a preemption notice) saves at the current step and exits 0; the
 rerun continues at that step.
+
+`--budget_minutes=N` trains for N minutes instead of `num_train_steps`:
+warmup over `warmup_steps`, then the learning rate decays to 0 over the
+time spent, and the run stops when the budget is spent. A resumed run keeps
+the clock (the backup saves it) and spends only what is left.
+
 At the end, `<model_dir>/pretrained/` is a tfbert checkpoint directory
 (encoder + `mlm/*` + `nsp/*` heads + vocab) for fine-tuning and export.
 
@@ -52,11 +58,16 @@ _DIRECT_FLAGS = (
 experiment.define_flags(PretrainConfig, _DIRECT_FLAGS)
 _OLD_FLAGS = ("mixed_precision",)  # accepted for one release, with a warning
 flags.DEFINE_string("mixed_precision", None, "Deprecated: use --dtype_policy.")
+# Optional (None: no budget), so defined here rather than from the field's type.
+flags.DEFINE_float("budget_minutes", None, "PretrainConfig.budget_minutes: train for this "
+                   "many minutes (the learning rate decays over them) instead of "
+                   "num_train_steps.")
 FLAGS = flags.FLAGS
 
 
 def config_from_flags():
-    return experiment.load_flags(PretrainConfig, FLAGS, _DIRECT_FLAGS + _OLD_FLAGS)[0]
+    names = _DIRECT_FLAGS + _OLD_FLAGS + ("budget_minutes",)
+    return experiment.load_flags(PretrainConfig, FLAGS, names)[0]
 
 
 def main(argv):

@@ -45,6 +45,13 @@ def case(tmp, name):
         "pretrain: steps not a multiple": (
             "pretrain.py", [f"--model_dir={tmp / 'pt2'}", "--train_files=x", "--vocab_file=v",
                             "--num_train_steps=10", "--steps_per_epoch=3"], r"multiple"),
+        "pretrain: budget not positive": (
+            "pretrain.py", [f"--model_dir={tmp / 'pt4'}", "--train_files=x", "--vocab_file=v",
+                            "--budget_minutes=0"], r"budget_minutes=0(\.0)?: must be > 0"),
+        "pretrain: budget and num_train_steps": (
+            "pretrain.py", [f"--model_dir={tmp / 'pt5'}", "--train_files=x", "--vocab_file=v",
+                            "--budget_minutes=5", "--num_train_steps=200"],
+            r"budget_minutes \(5\) and num_train_steps \(200\) are both set"),
         "create_pretraining_data: missing corpus": (
             "create_pretraining_data.py",
             [f"--input_files={tmp / 'none*.txt'}", f"--output_dir={tmp / 'out'}",
@@ -80,6 +87,7 @@ NAMES = ["finetune: batch_size lots", "finetune: YAML syntax", "finetune: missin
          "finetune: gradient_accumulation_steps not dividing",
          "pretrain: gradient_accumulation_steps not dividing",
          "pretrain: no train files", "pretrain: steps not a multiple",
+         "pretrain: budget not positive", "pretrain: budget and num_train_steps",
          "create_pretraining_data: missing corpus", "export: not a checkpoint",
          "export: tflite_padding unknown",
          "convert: missing input", "predict: body not JSON", "benchmark: --json without --peers",

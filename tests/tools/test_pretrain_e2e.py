@@ -261,3 +261,89 @@ def test_gradient_accumulation_counts_updates(records, tmp_path):
     assert summary["step"] == 8  # updates, from 16 micro-batches
     assert [r["epoch"] for r in read_log(model_dir)] == ["0", "1"]
     assert os.path.isdir(model_dir / "pretrained")
+
+
+def budget_flags(records, model_dir, minutes, *extra):
+    """The tiny preset for `minutes` (no --config: its YAML sets num_train_steps);
+    without XLA, whose compilation would take most of a budget this short."""
+    return tool(
+        "pretrain.py", "--preset=tiny", f"--train_files={records}", f"--vocab_file={VOCAB}",
+        f"--model_dir={model_dir}", f"--budget_minutes={minutes}", "--steps_per_epoch=10",
+        "--batch_size=16", "--learning_rate=2e-3", "--nojit_compile", "--set", "verbose=2",
+        "--set", "warmup_steps=5", "--set", "tensorboard=false", *extra,
+    )
+
+
+def test_budget_run_ends_on_time_with_the_learning_rate_at_zero(records, tmp_path):
+    model_dir = tmp_path / "run"
+    budget = 15.0
+    result = subprocess.run(budget_flags(records, model_dir, budget / 60), env=ENV,
+                            timeout=600, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads((model_dir / "summary.json").read_text())
+    rows = read_log(model_dir)
+    clocks = [float(r["budget_seconds_spent"]) for r in rows]
+    print(f"budget {budget} s: spent {summary['budget_seconds_spent']:.2f} s in "
+          f"{summary['step']} steps; fit took {summary['seconds']:.2f} s")
+    # Ends at the first step past the budget (steps take well under a second here).
+    assert budget <= summary["budget_seconds_spent"] < budget + 2.0
+    assert summary["seconds"] < budget + 5.0  # the fit, its last backup and checkpoint included
+    assert clocks == sorted(clocks)
+    # One-cycle over the time: up to near the peak, then decaying to ~0 at the end.
+    rates = [float(r["learning_rate"]) for r in rows]
+    assert max(rates) > 0.3 * 2e-3
+    assert rates[-1] < 0.05 * 2e-3
+    # The checkpoint is a normal tfbert checkpoint directory (fine-tuning, export).
+    from tfbert import BertEncoder
+
+    encoder = BertEncoder.from_pretrained(summary["checkpoint"])
+    assert encoder.config.num_layers == 2
+    # A rerun of a finished budget run does not train on.
+    again = subprocess.run(budget_flags(records, model_dir, budget / 60), env=ENV,
+                           timeout=600, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "the time budget of this run is spent" in again.stdout
+    assert json.loads((model_dir / "summary.json").read_text()) == summary
+
+
+@pytest.mark.slow
+def test_sigterm_budget_run_resumes_with_the_remaining_budget(records, tmp_path):
+    model_dir = tmp_path / "run"
+    budget = 30.0
+    cmd = budget_flags(records, model_dir, budget / 60)
+    proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    meta = model_dir / "backup" / "training_metadata.json"
+    deadline = time.time() + 300
+    while not meta.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(3.0)  # a few epochs of 10 steps in
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, out[-3000:]
+    assert "pretrain: preempted (SIGTERM)" in out, out[-2000:]
+    spent_first = float(read_log(model_dir)[-1]["budget_seconds_spent"])
+    assert 0 < spent_first < budget - 10, out[-2000:]
+    assert not (model_dir / "summary.json").exists()
+
+    result = subprocess.run(cmd, env=ENV, timeout=600, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    restored = float(re.search(r"Time budget: ([\d.]+) s of 30.0 s spent before this run",
+                               result.stdout).group(1))
+    summary = json.loads((model_dir / "summary.json").read_text())
+    print(f"first run spent {spent_first:.2f} s, restored {restored:.2f} s; second fit "
+          f"{summary['seconds']:.2f} s; total {summary['budget_seconds_spent']:.2f} s")
+    assert abs(restored - spent_first) < 0.5  # the clock saved with the step
+    assert budget <= summary["budget_seconds_spent"] < budget + 2.0
+    # The second run spends only what was left.
+    assert summary["seconds"] < budget - spent_first + 5.0
+    assert float(read_log(model_dir)[-1]["learning_rate"]) < 0.05 * 2e-3
+
+
+def test_budget_shorter_than_one_step_is_one_error_line(records, tmp_path):
+    result = subprocess.run(budget_flags(records, tmp_path / "run", 0.0005), env=ENV,
+                            timeout=600, capture_output=True, text=True)
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("pretrain: error:")]
+    assert len(errors) == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert "shorter than the first training step" in errors[0]

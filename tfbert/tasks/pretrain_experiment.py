@@ -20,6 +20,7 @@ import dataclasses
 import json
 import os
 import time
+from typing import Optional
 
 from tfbert import experiment
 from tfbert.atomic import write_json
@@ -61,6 +62,9 @@ class PretrainConfig:
     # count updates.
     gradient_accumulation_steps: int = experiment.at_least(1, 1)
     num_train_steps: int = experiment.at_least(1, 1000)
+    # Train for this long instead of num_train_steps (leave that unset): the
+    # learning rate decays over the time spent and the run ends on time.
+    budget_minutes: Optional[float] = experiment.positive(None)
     warmup_steps: int = experiment.at_least(0, 100)
     learning_rate: float = experiment.positive(1e-4)
     end_learning_rate: float = experiment.at_least(0.0, 0.0)
@@ -102,7 +106,9 @@ class PretrainConfig:
                 f"gradient_accumulation_steps ({self.gradient_accumulation_steps}) must divide "
                 f"batch_size ({self.batch_size}): each micro-batch is batch_size / "
                 "gradient_accumulation_steps sequences.")
-        if self.num_train_steps % self.steps_per_epoch:
+        if self.budget_minutes:
+            _check_budget(self)
+        elif self.num_train_steps % self.steps_per_epoch:
             raise ValueError(
                 f"num_train_steps ({self.num_train_steps}) must be a multiple of "
                 f"steps_per_epoch ({self.steps_per_epoch}), the unit of checkpoint and resume."
@@ -117,6 +123,18 @@ def validate(cfg):
         raise ValueError("--train_files is required.")
     if not cfg.vocab_file and not cfg.init_checkpoint:
         raise ValueError("--vocab_file is required (or --init_checkpoint, whose vocab is used).")
+
+
+def _check_budget(cfg):
+    """A budget run's conflicts (the budget, not a step count, ends it)."""
+    if cfg.num_train_steps != PretrainConfig.__dataclass_fields__["num_train_steps"].default:
+        raise ValueError(
+            f"budget_minutes ({cfg.budget_minutes:g}) and num_train_steps "
+            f"({cfg.num_train_steps}) are both set: a budget run ends on time, not at a step "
+            "count; leave num_train_steps out (check the --config YAML).")
+    if cfg.distribution_strategy == "multi_worker_mirrored":
+        raise ValueError("budget_minutes does not work with distribution_strategy: "
+                         "multi_worker_mirrored (each worker would keep its own clock).")
 
 
 def build_model(cfg, vocab):
@@ -180,7 +198,14 @@ def run(cfg, overwrite=False):
     strategy = get_strategy(cfg.distribution_strategy, num_devices=cfg.num_devices or None,
                             tpu=cfg.tpu)
 
-    epochs = cfg.num_train_steps // cfg.steps_per_epoch
+    summary_path = os.path.join(cfg.model_dir, "summary.json")
+    if cfg.budget_minutes and os.path.isfile(summary_path):
+        # A budget run's state stays at its end; training on would overspend.
+        print(f"pretrain: the time budget of this run is spent; see {summary_path}.", flush=True)
+        with open(summary_path, encoding="utf-8") as f:
+            return json.load(f)
+    # A budget run ends through its TimeBudget callback, not an epoch count.
+    epochs = 10**9 if cfg.budget_minutes else cfg.num_train_steps // cfg.steps_per_epoch
     accumulate = cfg.gradient_accumulation_steps
     micro_batch = cfg.batch_size // accumulate
     keras_steps = cfg.steps_per_epoch * accumulate  # micro-batches per epoch
@@ -220,16 +245,15 @@ def run(cfg, overwrite=False):
         print("pretrain: XLA is off for a multi-replica strategy on CPU devices.", flush=True)
     with strategy.scope():
         model = build_model(cfg, vocab)
-        model.compile(
-            optimizer=create_optimizer(
-                cfg.learning_rate, cfg.num_train_steps, cfg.warmup_steps,
-                optimizer_type=cfg.optimizer_type, weight_decay=cfg.weight_decay,
-                end_learning_rate=cfg.end_learning_rate, power=cfg.power,
-                clipnorm=cfg.clipnorm or None, beta_1=cfg.beta_1, beta_2=cfg.beta_2,
-                epsilon=cfg.adam_epsilon, gradient_accumulation_steps=accumulate,
-            ),
-            jit_compile=jit_compile,
+        optimizer = create_optimizer(
+            cfg.learning_rate, cfg.num_train_steps, cfg.warmup_steps,
+            optimizer_type=cfg.optimizer_type, weight_decay=cfg.weight_decay,
+            end_learning_rate=cfg.end_learning_rate, power=cfg.power,
+            clipnorm=cfg.clipnorm or None, beta_1=cfg.beta_1, beta_2=cfg.beta_2,
+            epsilon=cfg.adam_epsilon, gradient_accumulation_steps=accumulate,
+            budget_seconds=cfg.budget_minutes and 60.0 * cfg.budget_minutes,
         )
+        model.compile(optimizer=optimizer, jit_compile=jit_compile)
         x, _ = next(iter(make_dataset(0).take(1)))
         model(x)  # build: BackupAndRestore restores into built variables
     if initial_epoch or initial_batch:
@@ -241,6 +265,11 @@ def run(cfg, overwrite=False):
         cfg.model_dir, checkpoint_every_epochs=cfg.checkpoint_every_epochs,
         keep_checkpoints=cfg.keep_checkpoints, tensorboard=cfg.tensorboard,
     )
+    budget = None
+    if cfg.budget_minutes:
+        budget = cb.TimeBudget(optimizer.budget_schedule,
+                               log=lambda message: print(f"pretrain: {message}", flush=True))
+        callbacks.insert(0, budget)  # first: the backup and the log see its clock
     spikes = None
     if cfg.loss_spike_threshold and is_chief():
         spikes = cb.LossSpikeWarning(
@@ -275,6 +304,9 @@ def run(cfg, overwrite=False):
         "loss_spikes": [{"step": s, "recent_loss": r, "level": lv}
                         for s, r, lv in (spikes.spikes if spikes else [])],
     }
+    if budget is not None:
+        summary["budget_seconds"] = budget.schedule.budget_seconds
+        summary["budget_seconds_spent"] = float(budget.schedule.seconds_spent.numpy())
     write_json(os.path.join(cfg.model_dir, "summary.json"), summary)
     print(f"Done at step {step}; tfbert checkpoint in {out_dir}")
     return summary

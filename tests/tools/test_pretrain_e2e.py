@@ -285,9 +285,10 @@ def test_budget_run_ends_on_time_with_the_learning_rate_at_zero(records, tmp_pat
     clocks = [float(r["budget_seconds_spent"]) for r in rows]
     print(f"budget {budget} s: spent {summary['budget_seconds_spent']:.2f} s in "
           f"{summary['step']} steps; fit took {summary['seconds']:.2f} s")
-    # Ends at the first step past the budget (steps take well under a second here).
-    assert budget <= summary["budget_seconds_spent"] < budget + 2.0
-    assert summary["seconds"] < budget + 5.0  # the fit, its last backup and checkpoint included
+    # Ends at the first step past the budget (plus that epoch's evaluation; steps take
+    # well under a second here, the margin is for a loaded machine).
+    assert budget <= summary["budget_seconds_spent"] < budget + 5.0
+    assert summary["seconds"] < budget + 10.0  # the fit, its last backup and checkpoint included
     assert clocks == sorted(clocks)
     # One-cycle over the time: up to near the peak, then decaying to ~0 at the end.
     rates = [float(r["learning_rate"]) for r in rows]
@@ -333,10 +334,11 @@ def test_sigterm_budget_run_resumes_with_the_remaining_budget(records, tmp_path)
     summary = json.loads((model_dir / "summary.json").read_text())
     print(f"first run spent {spent_first:.2f} s, restored {restored:.2f} s; second fit "
           f"{summary['seconds']:.2f} s; total {summary['budget_seconds_spent']:.2f} s")
-    assert abs(restored - spent_first) < 0.5  # the clock saved with the step
-    assert budget <= summary["budget_seconds_spent"] < budget + 2.0
+    # The clock saved with the step; the log's is later by the save and the epoch's evaluation.
+    assert spent_first - 3.0 < restored <= spent_first
+    assert budget <= summary["budget_seconds_spent"] < budget + 5.0
     # The second run spends only what was left.
-    assert summary["seconds"] < budget - spent_first + 5.0
+    assert summary["seconds"] < budget - spent_first + 6.0  # a fresh clock: ~budget
     assert float(read_log(model_dir)[-1]["learning_rate"]) < 0.05 * 2e-3
 
 

@@ -33,9 +33,9 @@ class BertConfig:
 
     `norm_first` (off by default, which is BERT exactly): pre-LayerNorm blocks
     (each sub-layer normalizes its input) and a final layer norm after the last
-    block, as in Keras' `TransformerEncoder(norm_first=True)`; stabler for
-    training from scratch at high learning rates. Released BERT weights are
-    post-LN, so the converters refuse it.
+    block, as in Keras' `TransformerEncoder(norm_first=True)`; reported to
+    train from scratch more stably at high learning rates. Released BERT
+    weights are post-LN, so the converters refuse it.
 
     Example:
     >>> cfg = BertConfig.from_preset("tiny")

@@ -14,8 +14,8 @@ class TransformerBlock(keras.layers.Layer):
 
     `norm_first=True` (pre-LayerNorm, as Keras' `TransformerEncoder(norm_first=
     True)`): each sub-layer normalizes its input instead, and the residual
-    stream is left unnormalized (the encoder adds a final layer norm). It
-    trains stably at higher learning rates and without long warmup.
+    stream is left unnormalized (the encoder adds a final layer norm);
+    reported to train more stably at high learning rates (Xiong et al. 2020).
 
     Uses Keras' `MultiHeadAttention` (separate attention-probability dropout,
     optional attention scores). `attention_mask` is bool `[batch, seq, seq]`,

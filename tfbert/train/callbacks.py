@@ -218,6 +218,8 @@ class TimeBudget(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         spent = self.seconds_spent()
         self.schedule.seconds_spent.assign(spent)
+        if spent >= self.schedule.budget_seconds:  # e.g. spent by the epoch's evaluation
+            self.model.stop_training = True
         if logs is not None:
             optimizer = self.model.optimizer
             last_step = int(getattr(optimizer, "_iterations", optimizer.iterations).numpy()) - 1

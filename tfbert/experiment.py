@@ -278,6 +278,8 @@ def from_dict(cls, values, source="config", overridden=(), prefix=""):
     try:
         return cls(**kwargs)
     except ValueError as e:  # a check across fields (`__post_init__`): name the file too
+        if source.split(":")[0] == "config":  # no file: the values came from flags or code
+            raise
         raise ValueError(f"{source}: {e}") from None
 
 

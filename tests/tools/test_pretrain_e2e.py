@@ -59,6 +59,22 @@ def read_log(model_dir):
 
 
 @pytest.mark.slow
+def sigterm_once_trained(cmd, model_dir, settle):
+    """Runs `cmd`, sends SIGTERM `settle` seconds after its first backup
+    (training has started), and returns its output once it exits cleanly."""
+    proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    meta = model_dir / "backup" / "training_metadata.json"
+    deadline = time.time() + 300
+    while not meta.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(settle)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, out[-3000:]
+    return out
+
+
 def test_pretraining_halves_the_mlm_loss_and_learns_nsp(records, tmp_path):
     model_dir = tmp_path / "run"
     result = subprocess.run(pretrain_flags(records, model_dir, 500, 50), env=ENV,
@@ -139,16 +155,8 @@ def test_sigterm_mid_epoch_saves_the_step_and_the_rerun_redoes_none(records, tmp
 
     model_dir = tmp_path / "run"
     cmd = pretrain_flags(records, model_dir, 200, 100, *extra)
-    proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+    out = sigterm_once_trained(cmd, model_dir, 0.5)  # into epoch 1 (100 steps of a few ms)
     meta = model_dir / "backup" / "training_metadata.json"
-    deadline = time.time() + 300
-    while not meta.exists() and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.5)  # into epoch 1 (100 steps of a few ms each)
-    proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=300)
-    assert proc.returncode == 0, out[-3000:]
     stopped = int(re.search(r"pretrain: preempted \(SIGTERM\) at step (\d+)", out).group(1))
     assert 100 < stopped < 200, out[-2000:]
     assert json.loads(meta.read_text()) == {"epoch": 1, "batch": stopped - 100}
@@ -312,16 +320,7 @@ def test_sigterm_budget_run_resumes_with_the_remaining_budget(records, tmp_path)
     model_dir = tmp_path / "run"
     budget = 30.0
     cmd = budget_flags(records, model_dir, budget / 60)
-    proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
-    meta = model_dir / "backup" / "training_metadata.json"
-    deadline = time.time() + 300
-    while not meta.exists() and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
-    time.sleep(3.0)  # a few epochs of 10 steps in
-    proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=300)
-    assert proc.returncode == 0, out[-3000:]
+    out = sigterm_once_trained(cmd, model_dir, 3.0)  # a few epochs of 10 steps in
     assert "pretrain: preempted (SIGTERM)" in out, out[-2000:]
     spent_first = float(read_log(model_dir)[-1]["budget_seconds_spent"])
     assert 0 < spent_first < budget - 10, out[-2000:]

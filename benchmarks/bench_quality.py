@@ -296,7 +296,7 @@ def reference_run(name, data_dir, checkpoint, hf_dir, recipe, seed):
         logits = np.concatenate([_torch_logits(model, x, "logits")[0] for x in inputs])
         return task.score(logits, reference)
     if name == "multilabel":  # float multi-hot targets, BCE-with-logits in transformers
-        from tfbert.metrics.multi_label import choose_thresholds
+        from tfbert.metrics.multi_label import choose_thresholds, probabilities_of
 
         # tfbert's threshold rule on the reference side: train on tfbert's 90%
         # (its validation split), choose the threshold on the same held-out 10%.
@@ -314,7 +314,7 @@ def reference_run(name, data_dir, checkpoint, hf_dir, recipe, seed):
             return logits, targets
 
         logits, targets = probabilities(os.path.join(split, "validation.jsonl"))
-        chosen = choose_thresholds(targets, 1 / (1 + np.exp(-logits)))
+        chosen = choose_thresholds(targets, probabilities_of(logits))
         logits, targets = probabilities(dev_file)
         task.thresholds = None  # the fixed 0.5 Hugging Face users start from
         at_half = task.score(logits, targets)["micro_f1"]

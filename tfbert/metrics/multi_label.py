@@ -29,6 +29,11 @@ import numpy as np
 GRID = np.round(np.arange(1, 100) / 100.0, 2)
 
 
+def probabilities_of(logits):
+    """The sigmoid of `logits`, in float64 (a threshold compares it exactly)."""
+    return 1.0 / (1.0 + np.exp(-np.asarray(logits, np.float64)))
+
+
 def _counts(y_true, y_pred, axis=None):
     y_true, y_pred = np.asarray(y_true, bool), np.asarray(y_pred, bool)
     if y_true.shape != y_pred.shape or y_true.ndim != 2:

@@ -65,7 +65,7 @@ from tfbert.data import readers
 from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
 from tfbert.export.tflite import export_text_tflite
-from tfbert.metrics.multi_label import choose_thresholds, multi_label_metrics
+from tfbert.metrics.multi_label import choose_thresholds, multi_label_metrics, probabilities_of
 
 DEFAULT_THRESHOLD = 0.5
 
@@ -81,6 +81,7 @@ class MultiLabelClassification:
         self.main_metric = self.config.main_metric or "micro_f1"
         self.threshold_file = None  # the validation file that chooses the thresholds
         self.thresholds = None  # the model's, as NumPy (set by `evaluate`)
+        self._train_targets = None  # `train_targets()`, read once
 
     # === Data ===
 
@@ -110,9 +111,16 @@ class MultiLabelClassification:
                              f"{self.config.label_column!r}.")
         return self
 
+    def train_targets(self):
+        """The training file's 0/1 targets, read once (the summary and the
+        head's starting bias both use them)."""
+        if self._train_targets is None:
+            self._train_targets = self.read(self.config.train_file)[1]
+        return self._train_targets
+
     def summary(self):
         out = super().summary()
-        targets = self.read(self.config.train_file)[1]
+        targets = self.train_targets()
         counts = targets.sum(0).astype(int)
         out["labels"] = (", ".join(f"{l}: {c}" for l, c in zip(self.label_list, counts))
                          + f"; none: {int((targets.sum(1) == 0).sum())}")
@@ -131,7 +139,7 @@ class MultiLabelClassification:
             # Each logit starts at its label's log-odds in the training file: with
             # sparse labels a zero bias (p = 0.5) spends the first epochs learning
             # the priors before any text is read.
-            targets = self.read(self.config.train_file)[1]
+            targets = self.train_targets()
             prior = (targets.sum(0) + 1) / (len(targets) + 2)  # Laplace: no 0 or 1
             model.get_layer("logits").bias.assign(np.log(prior / (1 - prior)).astype(np.float32))
         start = self.config.threshold or DEFAULT_THRESHOLD
@@ -166,7 +174,7 @@ class MultiLabelClassification:
         _, (targets, path) = dev
         logits = self.dev_logits(model, dev)  # windows pooled per text with long_text=windows
         if path and path == self.threshold_file:
-            probabilities = 1.0 / (1.0 + np.exp(-np.asarray(logits, np.float64)))
+            probabilities = probabilities_of(logits)
             model.label_thresholds.assign(choose_thresholds(
                 targets, probabilities, per_label=self.config.threshold_mode == "per_label"))
         self.thresholds = model.label_thresholds.numpy()
@@ -181,7 +189,7 @@ class MultiLabelClassification:
         if thresholds is None:
             thresholds = np.full(len(self.label_list),
                                  self.config.threshold or DEFAULT_THRESHOLD, np.float32)
-        probabilities = 1.0 / (1.0 + np.exp(-np.asarray(logits, np.float64)))
+        probabilities = probabilities_of(logits)
         scores = multi_label_metrics(targets, probabilities >= thresholds, self.label_list)
         scores["thresholds"] = {l: round(float(t), 4) for l, t in zip(self.label_list, thresholds)}
         return scores
@@ -192,8 +200,7 @@ class MultiLabelClassification:
         `dev_per_label.tsv` (threshold, precision, recall, F1, support per
         label); each written to a temporary file and renamed into place."""
         _, (targets, _) = dev
-        probabilities = 1.0 / (1.0 + np.exp(-np.asarray(self.dev_logits(model, dev),
-                                                        np.float64)))
+        probabilities = probabilities_of(self.dev_logits(model, dev))
         thresholds = model.label_thresholds.numpy()
         chosen = probabilities >= thresholds
         sep = self.config.label_separator

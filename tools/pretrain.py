@@ -88,7 +88,7 @@ def main(argv):
     except (ValueError, FileNotFoundError, TypeError) as e:
         print(f"pretrain: error: {e}", file=sys.stderr)
         sys.exit(1)
-    from tfbert.train.callbacks import Preempted
+    from tfbert.train.resume import Preempted
 
     try:
         run(cfg, overwrite=FLAGS.overwrite)

@@ -175,6 +175,7 @@ def run(cfg, overwrite=False):
     from tfbert.text.masking import MaskedLMMasker
     from tfbert.text.vocab import load_vocab
     from tfbert.train import callbacks as cb
+    from tfbert.train.resume import fit_resumable, resume_point
     from tfbert.train.optimizer import create_optimizer
     from tfbert.train.multi_worker import is_chief, with_auto_shard
     from tfbert.train.run_config import claim_model_dir
@@ -209,7 +210,7 @@ def run(cfg, overwrite=False):
     accumulate = cfg.gradient_accumulation_steps
     micro_batch = cfg.batch_size // accumulate
     keras_steps = cfg.steps_per_epoch * accumulate  # micro-batches per epoch
-    initial_epoch, initial_batch = cb.resume_point(cfg.model_dir)
+    initial_epoch, initial_batch = resume_point(cfg.model_dir)
     masker = None
     if cfg.dynamic_masking:
         masker = MaskedLMMasker.from_vocab(
@@ -279,8 +280,8 @@ def run(cfg, overwrite=False):
         )
         callbacks.append(spikes)
     start = time.time()
-    history = cb.fit_resumable(model, make_dataset, callbacks, epochs, keras_steps,
-                               verbose=cfg.verbose, validation_data=eval_dataset)
+    history = fit_resumable(model, make_dataset, callbacks, epochs, keras_steps,
+                            verbose=cfg.verbose, validation_data=eval_dataset)
     seconds = time.time() - start
     step = int(model.optimizer.iterations.numpy())
     # Equal on every worker of a multi-worker run (replicas stay in sync).

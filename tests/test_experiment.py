@@ -196,26 +196,30 @@ def test_pretrain_and_train_configs_take_their_old_names(tmp_path):
     assert all(w.category is FutureWarning for w in caught)
 
 
-def test_pretrain_config_takes_use_nsp_as_the_old_name_of_next_sentence_task(tmp_path):
+@pytest.mark.parametrize("config_name", ["PretrainConfig", "PretrainingDataConfig"])
+def test_use_nsp_is_the_old_name_of_next_sentence_task(tmp_path, config_name):
+    from tfbert.data.pretraining_data_config import PretrainingDataConfig
     from tfbert.tasks.pretrain_experiment import PretrainConfig
 
-    with pytest.warns(FutureWarning, match=r"^PretrainConfig\.use_nsp is deprecated: use "
-                                           r"PretrainConfig\.next_sentence_task \(use_nsp=False "
+    cls = {"PretrainConfig": PretrainConfig, "PretrainingDataConfig": PretrainingDataConfig}[
+        config_name]
+    with pytest.warns(FutureWarning, match=rf"^{config_name}\.use_nsp is deprecated: use "
+                                           rf"{config_name}\.next_sentence_task \(use_nsp=False "
                                            r"is next_sentence_task='none'\)\.$"):
-        assert PretrainConfig(use_nsp=False) == PretrainConfig(next_sentence_task="none")
+        assert cls(use_nsp=False) == cls(next_sentence_task="none")
     path = tmp_path / "pretrain.yaml"
     path.write_text("use_nsp: true\n")
     with pytest.warns(FutureWarning, match=r"pretrain\.yaml: use_nsp is deprecated: use "
                                            r"next_sentence_task \(use_nsp=True is "
                                            r"next_sentence_task='nsp'\)\.$"):
-        assert experiment.load(PretrainConfig, str(path)).next_sentence_task == "nsp"
+        assert experiment.load(cls, str(path)).next_sentence_task == "nsp"
     overrides = experiment.parse_overrides(["use_nsp=false"])
     with pytest.warns(FutureWarning, match=r"^--set use_nsp is deprecated"):
-        assert experiment.load(PretrainConfig, None, overrides).next_sentence_task == "none"
-    with pytest.raises(ValueError, match=r"^PretrainConfig\.use_nsp and "
-                                         r"PretrainConfig\.next_sentence_task are one setting"):
-        PretrainConfig(use_nsp=False, next_sentence_task="none")
-    assert PretrainConfig().next_sentence_task == "nsp"
+        assert experiment.load(cls, None, overrides).next_sentence_task == "none"
+    with pytest.raises(ValueError, match=rf"^{config_name}\.use_nsp and "
+                                         rf"{config_name}\.next_sentence_task are one setting"):
+        cls(use_nsp=False, next_sentence_task="none")
+    assert cls().next_sentence_task == "nsp"
 
 
 def test_a_pretraining_run_stored_under_old_names_resumes(tmp_path):

@@ -36,6 +36,16 @@ def resolve_next_sentence_task(next_sentence_task=None, use_nsp=True):
     return next_sentence_task
 
 
+def next_sentence_task_of(use_nsp):
+    """The `next_sentence_task` that the old `use_nsp` flag means (True: nsp,
+    False: none); any other value is passed on for the config to refuse.
+
+    >>> next_sentence_task_of(False)
+    'none'
+    """
+    return resolve_next_sentence_task(None, use_nsp) if isinstance(use_nsp, bool) else use_nsp
+
+
 _WARNED = set()
 
 

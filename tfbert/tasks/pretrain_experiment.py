@@ -24,23 +24,18 @@ from typing import Optional
 
 from tfbert import experiment
 from tfbert.atomic import write_json
-from tfbert.data.pretraining_instances import NEXT_SENTENCE_TASKS, resolve_next_sentence_task
+from tfbert.data.pretraining_instances import (NEXT_SENTENCE_TASKS, next_sentence_task_of,
+                                               resolve_next_sentence_task)
 from tfbert.text.masking import STRATEGIES as MASKING_STRATEGIES
 from tfbert.train.strategy import STRATEGIES
 from tfbert.train.train_config import DTYPE_POLICIES
 
 
-def _next_sentence_task_of(use_nsp):
-    """`use_nsp`'s value as a `next_sentence_task` (True: nsp, False: none)."""
-    return resolve_next_sentence_task(None, use_nsp) if isinstance(use_nsp, bool) else use_nsp
-
-
 # Old names, one release: the fine-tuning config's names (Keras' dtype policy,
-# transformers' `adam_epsilon` and `warmup_steps`), and the data config's
-# `next_sentence_task`.
+# transformers' `adam_epsilon` and `warmup_steps`), and the pair task's.
 @experiment.renamed(mixed_precision="dtype_policy", epsilon="adam_epsilon",
                     num_warmup_steps="warmup_steps",
-                    use_nsp=("next_sentence_task", _next_sentence_task_of))
+                    use_nsp=("next_sentence_task", next_sentence_task_of))
 @dataclasses.dataclass
 class PretrainConfig:
     # --- Data ---

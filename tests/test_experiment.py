@@ -225,7 +225,8 @@ def test_use_nsp_is_the_old_name_of_next_sentence_task(tmp_path, config_name):
 def test_a_pretraining_run_stored_under_old_names_resumes(tmp_path):
     """Runs from before the renames stored `mixed_precision`, `epsilon`,
     `num_warmup_steps` and `use_nsp` beside `next_sentence_task` ("": from use_nsp)."""
-    from tfbert.tasks.pretrain_experiment import PretrainConfig, stored_config
+    from tfbert.data.pretraining_instances import fold_use_nsp
+    from tfbert.tasks.pretrain_experiment import PretrainConfig
     from tfbert.train.run_config import claim_model_dir
 
     renamed = experiment.renamed_keys(PretrainConfig)
@@ -236,15 +237,15 @@ def test_a_pretraining_run_stored_under_old_names_resumes(tmp_path):
         (tmp_path / "pretrain_config.json").write_text(json.dumps(old))
         new = dataclasses.asdict(PretrainConfig(next_sentence_task=same))
         claim_model_dir(str(tmp_path), new, name="pretrain_config.json", renamed=renamed,
-                        upgrade=stored_config)
+                        upgrade=fold_use_nsp)
         other = "sop" if same != "sop" else "nsp"
         with pytest.raises(ValueError, match=f"next_sentence_task: {same} -> {other}"):
             claim_model_dir(str(tmp_path), dict(new, next_sentence_task=other),
-                            name="pretrain_config.json", renamed=renamed, upgrade=stored_config)
+                            name="pretrain_config.json", renamed=renamed, upgrade=fold_use_nsp)
         # export_step reads it back as a config.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)  # mixed_precision: the old name
-            cfg = experiment.from_dict(PretrainConfig, stored_config(old))
+            cfg = experiment.from_dict(PretrainConfig, fold_use_nsp(old))
         assert cfg == PretrainConfig(next_sentence_task=same)
 
 

@@ -6,7 +6,7 @@ import tensorflow as tf
 from keras import ops
 
 from tfbert.checkpoint import assign_weights
-from tfbert.data.pretraining import next_sentence_task_or_use_nsp, resolve_next_sentence_task
+from tfbert.data.pretraining_instances import fold_use_nsp, next_sentence_task_or_use_nsp
 from tfbert.encoder import INPUT_NAMES, BertEncoder
 from tfbert.layers.mlm_head import MaskedLMHead
 from tfbert.layers.nsp_head import NextSentenceHead
@@ -281,12 +281,8 @@ class BertPretrainer(keras.Model):
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        if "use_nsp" in config:  # saved before next_sentence_task was the one name
-            config = dict(config)
-            use_nsp = config.pop("use_nsp")
-            config["next_sentence_task"] = resolve_next_sentence_task(
-                config.get("next_sentence_task"), use_nsp)
-        return super().from_config(config, custom_objects=custom_objects)
+        # Saved before next_sentence_task was the one name: use_nsp beside it.
+        return super().from_config(fold_use_nsp(config), custom_objects=custom_objects)
 
 
 def _own_variables(head):

@@ -24,8 +24,8 @@ from typing import Optional
 
 from tfbert import experiment
 from tfbert.atomic import write_json
-from tfbert.data.pretraining_instances import (NEXT_SENTENCE_TASKS, next_sentence_task_of,
-                                               resolve_next_sentence_task)
+from tfbert.data.pretraining_instances import (NEXT_SENTENCE_TASKS, fold_use_nsp,
+                                               next_sentence_task_of)
 from tfbert.text.masking import STRATEGIES as MASKING_STRATEGIES
 from tfbert.train.strategy import STRATEGIES
 from tfbert.train.train_config import DTYPE_POLICIES
@@ -114,19 +114,6 @@ class PretrainConfig:
             )
 
 
-def stored_config(values):
-    """A run's stored `pretrain_config.json` under today's names: runs from
-    before `next_sentence_task` was the one name stored `use_nsp` beside it
-    (and "" there meant: from `use_nsp`)."""
-    if "use_nsp" not in values:
-        return values
-    values = dict(values)
-    use_nsp = values.pop("use_nsp")
-    values["next_sentence_task"] = resolve_next_sentence_task(
-        values.get("next_sentence_task"), use_nsp)
-    return values
-
-
 def validate(cfg):
     """What a run needs besides a valid config (each config checks itself when built)."""
     if not cfg.model_dir:
@@ -186,9 +173,9 @@ def run(cfg, overwrite=False):
     from tfbert.text.masking import MaskedLMMasker
     from tfbert.text.vocab import load_vocab
     from tfbert.train import callbacks as cb
-    from tfbert.train.resume import fit_resumable, resume_point
     from tfbert.train.optimizer import create_optimizer
     from tfbert.train.multi_worker import is_chief, with_auto_shard
+    from tfbert.train.resume import fit_resumable, resume_point
     from tfbert.train.run_config import claim_model_dir
     from tfbert.train.strategy import get_strategy, xla_supported
 
@@ -196,7 +183,7 @@ def run(cfg, overwrite=False):
     # Before anything is resumed: a model_dir holds one run (one config).
     claim_model_dir(cfg.model_dir, dataclasses.asdict(cfg), overwrite=overwrite,
                     name="pretrain_config.json", write=is_chief(),
-                    renamed=experiment.renamed_keys(PretrainConfig), upgrade=stored_config)
+                    renamed=experiment.renamed_keys(PretrainConfig), upgrade=fold_use_nsp)
     lower_case = cfg.lower_case
     vocab_file = cfg.vocab_file
     if cfg.init_checkpoint:
@@ -357,7 +344,9 @@ def export_step(model_dir, step, export_dir=None):
         raise FileNotFoundError(f"{config_path} is missing: the model_dir must be a "
                                 "pretraining run directory.")
     with open(config_path, encoding="utf-8") as f:
-        cfg = experiment.from_dict(PretrainConfig, stored_config(json.load(f)),
+        # Runs stored before the renames hold old names: from_dict takes
+        # the plain renames, fold_use_nsp the pair task.
+        cfg = experiment.from_dict(PretrainConfig, fold_use_nsp(json.load(f)),
                                    source=config_path)
     weights = find_checkpoint(os.path.join(model_dir, CHECKPOINT_DIR), step)
     vocab_file, lower_case = cfg.vocab_file, cfg.lower_case

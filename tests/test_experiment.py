@@ -1,4 +1,5 @@
 import dataclasses
+import json
 import warnings
 
 import pytest
@@ -193,6 +194,59 @@ def test_pretrain_and_train_configs_take_their_old_names(tmp_path):
         f"{path}: num_warmup_steps is deprecated: use warmup_steps.",
         "TrainConfig.warmup_fraction is deprecated: use TrainConfig.warmup_ratio."]
     assert all(w.category is FutureWarning for w in caught)
+
+
+@pytest.mark.parametrize("config_name", ["PretrainConfig", "PretrainingDataConfig"])
+def test_use_nsp_is_the_old_name_of_next_sentence_task(tmp_path, config_name):
+    from tfbert.data.pretraining_data_config import PretrainingDataConfig
+    from tfbert.tasks.pretrain_experiment import PretrainConfig
+
+    cls = {"PretrainConfig": PretrainConfig, "PretrainingDataConfig": PretrainingDataConfig}[
+        config_name]
+    with pytest.warns(FutureWarning, match=rf"^{config_name}\.use_nsp is deprecated: use "
+                                           rf"{config_name}\.next_sentence_task \(use_nsp=False "
+                                           r"is next_sentence_task='none'\)\.$"):
+        assert cls(use_nsp=False) == cls(next_sentence_task="none")
+    path = tmp_path / "pretrain.yaml"
+    path.write_text("use_nsp: true\n")
+    with pytest.warns(FutureWarning, match=r"pretrain\.yaml: use_nsp is deprecated: use "
+                                           r"next_sentence_task \(use_nsp=True is "
+                                           r"next_sentence_task='nsp'\)\.$"):
+        assert experiment.load(cls, str(path)).next_sentence_task == "nsp"
+    overrides = experiment.parse_overrides(["use_nsp=false"])
+    with pytest.warns(FutureWarning, match=r"^--set use_nsp is deprecated"):
+        assert experiment.load(cls, None, overrides).next_sentence_task == "none"
+    with pytest.raises(ValueError, match=rf"^{config_name}\.use_nsp and "
+                                         rf"{config_name}\.next_sentence_task are one setting"):
+        cls(use_nsp=False, next_sentence_task="none")
+    assert cls().next_sentence_task == "nsp"
+
+
+def test_a_pretraining_run_stored_under_old_names_resumes(tmp_path):
+    """Runs from before the renames stored `mixed_precision`, `epsilon`,
+    `num_warmup_steps` and `use_nsp` beside `next_sentence_task` ("": from use_nsp)."""
+    from tfbert.data.pretraining_instances import fold_use_nsp
+    from tfbert.tasks.pretrain_experiment import PretrainConfig
+    from tfbert.train.run_config import claim_model_dir
+
+    renamed = experiment.renamed_keys(PretrainConfig)
+    for use_nsp, task, same in ((True, "", "nsp"), (False, "", "none"), (True, "sop", "sop")):
+        old = dataclasses.asdict(PretrainConfig(next_sentence_task=same))
+        del old["next_sentence_task"], old["dtype_policy"]
+        old.update(use_nsp=use_nsp, next_sentence_task=task, mixed_precision="")
+        (tmp_path / "pretrain_config.json").write_text(json.dumps(old))
+        new = dataclasses.asdict(PretrainConfig(next_sentence_task=same))
+        claim_model_dir(str(tmp_path), new, name="pretrain_config.json", renamed=renamed,
+                        upgrade=fold_use_nsp)
+        other = "sop" if same != "sop" else "nsp"
+        with pytest.raises(ValueError, match=f"next_sentence_task: {same} -> {other}"):
+            claim_model_dir(str(tmp_path), dict(new, next_sentence_task=other),
+                            name="pretrain_config.json", renamed=renamed, upgrade=fold_use_nsp)
+        # export_step reads it back as a config.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # mixed_precision: the old name
+            cfg = experiment.from_dict(PretrainConfig, fold_use_nsp(old))
+        assert cfg == PretrainConfig(next_sentence_task=same)
 
 
 def test_a_run_stored_under_old_names_resumes(tmp_path):

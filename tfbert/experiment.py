@@ -146,6 +146,9 @@ def check_value(value, hint, field=None):
 def renamed(**old_to_new):
     """Class decorator of a config dataclass: `old=new` field names. The old
     name is still accepted (keyword, YAML key, `--set`) with a FutureWarning.
+    `old=(new, convert)` when the old setting's values differ from the new
+    one's: `convert(old value)` is the new value (e.g. a flag that became one
+    of several choices).
 
     >>> @renamed(warmup="warmup_steps")
     ... @dataclasses.dataclass
@@ -159,7 +162,10 @@ def renamed(**old_to_new):
     'Schedule.warmup is deprecated: use Schedule.warmup_steps.'
     """
     def decorate(cls):
-        cls.renamed_keys = {**getattr(cls, "renamed_keys", {}), **old_to_new}
+        names = {old: new[0] if isinstance(new, tuple) else new for old, new in old_to_new.items()}
+        converts = {old: new[1] for old, new in old_to_new.items() if isinstance(new, tuple)}
+        cls.renamed_keys = {**getattr(cls, "renamed_keys", {}), **names}
+        cls.renamed_values = {**getattr(cls, "renamed_values", {}), **converts}
         init = cls.__init__
 
         def name(key):
@@ -190,10 +196,12 @@ def new_names(cls, values, where, name):
         if new in values:
             raise ValueError(f"{where(key)} and {name(new)} are one setting ({key} is its old "
                              f"name); set {name(new)} only.")
+        convert = getattr(cls, "renamed_values", {}).get(key)
+        out[new] = convert(value) if convert else value
+        meaning = f" ({key}={value!r} is {new}={out[new]!r})" if convert else ""
         # FutureWarning, not DeprecationWarning: users of the scripts see it.
-        warnings.warn(f"{where(key)} is deprecated: use {name(new)}.", FutureWarning,
+        warnings.warn(f"{where(key)} is deprecated: use {name(new)}{meaning}.", FutureWarning,
                       stacklevel=_outside_tfbert())
-        out[new] = value
     return out
 
 

@@ -28,6 +28,7 @@ and why, documents and instances per split; the same numbers are the
 runner lost elements) fails with one line and leaves the output as it was.
 """
 
+import dataclasses
 import os
 import sys
 
@@ -43,11 +44,15 @@ from tfbert.data.pretraining_data_config import (
 flags.DEFINE_string("config", None, "YAML file with PretrainingDataConfig fields.")
 flags.DEFINE_multi_string("set", [], "Overrides, key=value (YAML values).")
 experiment.define_flags(PretrainingDataConfig)
+_OLD_FLAGS = ("use_nsp",)  # accepted for one release, with a warning
+flags.DEFINE_boolean("use_nsp", None, "Deprecated: use --next_sentence_task (--nouse_nsp is "
+                     "--next_sentence_task=none).")
 FLAGS = flags.FLAGS
 
 
 def config_from_flags():
-    return experiment.load_flags(PretrainingDataConfig, FLAGS)[0]
+    names = [f.name for f in dataclasses.fields(PretrainingDataConfig)] + list(_OLD_FLAGS)
+    return experiment.load_flags(PretrainingDataConfig, FLAGS, names)[0]
 
 
 def main(argv):

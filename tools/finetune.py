@@ -70,7 +70,7 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     logging.set_verbosity(logging.WARNING)  # TF's INFO lines about SavedModel internals
     from tfbert.tasks.finetune_experiment import run_experiment
-    from tfbert.train.callbacks import Preempted
+    from tfbert.train.resume import Preempted
 
     try:
         cfg, overrides = load_config()

@@ -52,12 +52,14 @@ flags.DEFINE_string("export_dir", None, "Where --export_step writes (default "
 _DIRECT_FLAGS = (
     "model_dir", "train_files", "vocab_file", "init_checkpoint", "num_train_steps",
     "batch_size", "learning_rate", "dtype_policy", "distribution_strategy",
-    "jit_compile", "preset", "steps_per_epoch", "seed", "use_nsp", "masking_strategy", "tpu",
+    "jit_compile", "preset", "steps_per_epoch", "seed", "masking_strategy", "tpu",
     "next_sentence_task", "eval_files",
 )
 experiment.define_flags(PretrainConfig, _DIRECT_FLAGS)
-_OLD_FLAGS = ("mixed_precision",)  # accepted for one release, with a warning
+_OLD_FLAGS = ("mixed_precision", "use_nsp")  # accepted for one release, with a warning
 flags.DEFINE_string("mixed_precision", None, "Deprecated: use --dtype_policy.")
+flags.DEFINE_boolean("use_nsp", None, "Deprecated: use --next_sentence_task (--nouse_nsp is "
+                     "--next_sentence_task=none).")
 # Optional (None: no budget), so defined here rather than from the field's type.
 flags.DEFINE_float("budget_minutes", None, "PretrainConfig.budget_minutes: train for this "
                    "many minutes (the learning rate decays over them) instead of "
@@ -88,7 +90,7 @@ def main(argv):
     except (ValueError, FileNotFoundError, TypeError) as e:
         print(f"pretrain: error: {e}", file=sys.stderr)
         sys.exit(1)
-    from tfbert.train.callbacks import Preempted
+    from tfbert.train.resume import Preempted
 
     try:
         run(cfg, overwrite=FLAGS.overwrite)

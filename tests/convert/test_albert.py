@@ -87,7 +87,7 @@ def test_albert_for_masked_lm_logits_match_transformers(tmp_path):
 
     model = save_albert(tmp_path / "hf", cls=transformers.AlbertForMaskedLM)
     out = from_huggingface(tmp_path / "hf", tmp_path / "out")  # no pooler: made fresh
-    pretrainer = BertPretrainer.from_checkpoint(out, use_nsp=False)
+    pretrainer = BertPretrainer.from_checkpoint(out, next_sentence_task="none")
     b = batch()
     positions = np.array([[1, 4, 7], [2, 3, 0]])
     with torch.no_grad():

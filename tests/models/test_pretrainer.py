@@ -72,7 +72,8 @@ def test_mlm_loss_ignores_padding_predictions(model):
 
 
 def test_all_padding_batch_has_zero_mlm_loss(tiny_config):
-    model = BertPretrainer(BertEncoder(tiny_config.replace(vocab_size=VOCAB)), use_nsp=False)
+    model = BertPretrainer(BertEncoder(tiny_config.replace(vocab_size=VOCAB)),
+                           next_sentence_task="none")
     x, y = make_batch()
     y["masked_lm_weights"][:] = 0.0
     assert float(model.compute_loss(x, y, model(x))) == 0.0
@@ -156,7 +157,7 @@ def test_continue_from_converted_minilm(minilm_dir, tmp_path):
 
     out = str(tmp_path / "minilm")
     convert.from_huggingface(str(minilm_dir), out)
-    model = BertPretrainer.from_checkpoint(out, use_nsp=False)
+    model = BertPretrainer.from_checkpoint(out, next_sentence_task="none")
     reference = BertEncoder.from_pretrained(out)
     ids = np.array([[101, 7592, 103, 2088, 102]], "int32")
     x = {"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": np.zeros_like(ids)}
@@ -180,8 +181,8 @@ def test_mlm_model_has_the_tf_hub_signature(model):
 def test_span_boundary_objective(tiny_config, tmp_path, uncased_vocab_file):
     from tfbert.text.masking import MaskedLMMasker
 
-    model = BertPretrainer(BertEncoder(tiny_config.replace(vocab_size=VOCAB)), use_nsp=False,
-                           use_sbo=True)
+    model = BertPretrainer(BertEncoder(tiny_config.replace(vocab_size=VOCAB)),
+                           next_sentence_task="none", use_sbo=True)
     masker = MaskedLMMasker(vocab_size=VOCAB, mask_id=4, special_ids=[0, 2, 3], max_predictions=6,
                             strategy="span")
     x, y = make_batch(batch=8, seq=24)
@@ -209,7 +210,8 @@ def test_span_boundary_objective(tiny_config, tmp_path, uncased_vocab_file):
                      verbose=0).history
     assert "sbo_loss" in logs and np.isfinite(logs["loss"][0])
     model.save_checkpoint(str(tmp_path / "sbo"), uncased_vocab_file, lower_case=True)
-    loaded = BertPretrainer.from_checkpoint(str(tmp_path / "sbo"), use_nsp=False, use_sbo=True)
+    loaded = BertPretrainer.from_checkpoint(str(tmp_path / "sbo"), next_sentence_task="none",
+                                            use_sbo=True)
     np.testing.assert_allclose(loaded(x)["sbo_logits"], model(x)["sbo_logits"], atol=1e-5)
 
 
@@ -228,6 +230,28 @@ def test_sentence_order_prediction_uses_the_binary_head(tiny_config, tmp_path, u
     assert BertPretrainer.from_config(model.get_config()).next_sentence_task == "sop"
     assert BertPretrainer(BertEncoder(tiny_config.replace(vocab_size=VOCAB)),
                           use_nsp=False).next_sentence_task == "none"
+
+
+def test_use_nsp_is_the_old_name_of_next_sentence_task(tiny_config):
+    import warnings
+
+    from tfbert.data import pretraining_instances
+
+    encoder = lambda: BertEncoder(tiny_config.replace(vocab_size=VOCAB))
+    pretraining_instances._WARNED.clear()
+    with pytest.warns(FutureWarning, match=r"^use_nsp is deprecated: set next_sentence_task "):
+        assert BertPretrainer(encoder(), use_nsp=False).next_sentence_task == "none"
+    model = BertPretrainer(encoder(), next_sentence_task="sop")
+    assert "use_nsp" not in model.get_config()
+    # Configs saved under the old key load, without a warning: the user did not write them.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for old, task in (({"use_nsp": False}, "none"), ({"use_nsp": True}, "nsp"),
+                          ({"use_nsp": True, "next_sentence_task": "sop"}, "sop"),
+                          ({"use_nsp": False, "next_sentence_task": ""}, "none")):
+            config = {k: v for k, v in model.get_config().items() if k != "next_sentence_task"}
+            loaded = BertPretrainer.from_config({**config, **old})
+            assert (loaded.next_sentence_task, loaded.use_nsp) == (task, task != "none")
 
 
 def test_pre_layer_norm_trains_and_round_trips(tiny_config, tmp_path, uncased_vocab_file):

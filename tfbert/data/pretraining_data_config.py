@@ -6,11 +6,14 @@ which runs the local writer or the Apache Beam pipeline on them, and
 import dataclasses
 
 from tfbert import experiment
-from tfbert.data.pretraining import next_sentence_task_or_use_nsp, write_pretraining_data
+from tfbert.data.pretraining import write_pretraining_data
+from tfbert.data.pretraining_instances import NEXT_SENTENCE_TASKS, next_sentence_task_of
 from tfbert.text.masking import STRATEGIES as MASKING_STRATEGIES, MaskedLMMasker
 from tfbert.text.tokenizer import BertTokenizer
 
 
+# `use_nsp`: the pair task's old name, one release.
+@experiment.renamed(use_nsp=("next_sentence_task", next_sentence_task_of))
 @dataclasses.dataclass
 class PretrainingDataConfig:
     """The settings of one pretraining-data run (`tools/create_pretraining_data.py`
@@ -25,9 +28,8 @@ class PretrainingDataConfig:
     dupe_factor: int = experiment.at_least(1, 1)
     num_shards: int = experiment.at_least(1, 1)
     seed: int = 12345
-    # nsp (the default when empty) | sop (ALBERT's sentence order) | none (MLM only).
-    next_sentence_task: str = experiment.one_of(("", "nsp", "sop", "none"), "")
-    use_nsp: bool = True  # deprecated: false is next_sentence_task=none
+    # nsp (BERT's next sentence) | sop (ALBERT's sentence order) | none (MLM only).
+    next_sentence_task: str = experiment.one_of(NEXT_SENTENCE_TASKS, "nsp")
     static_masking: bool = False
     masking_strategy: str = experiment.one_of(MASKING_STRATEGIES, "token")
     masked_lm_prob: float = experiment.in_range(0.0, 1.0, 0.15, high_open=True)
@@ -80,8 +82,7 @@ def create_pretraining_data(cfg, log=print):
         seed=cfg.seed,
         masker=masker,
         buffer_documents=cfg.buffer_documents,
-        next_sentence_task=next_sentence_task_or_use_nsp(cfg.next_sentence_task or None,
-                                                         None if cfg.use_nsp else False),
+        next_sentence_task=cfg.next_sentence_task,
         random_next_pool=cfg.random_next_pool,
         bucket_instances=cfg.bucket_instances,
         eval_fraction=cfg.eval_fraction,

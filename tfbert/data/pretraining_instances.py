@@ -36,6 +36,33 @@ def resolve_next_sentence_task(next_sentence_task=None, use_nsp=True):
     return next_sentence_task
 
 
+def next_sentence_task_of(use_nsp):
+    """The `next_sentence_task` that the old `use_nsp` flag means (True: nsp,
+    False: none); any other value is passed on for the config to refuse.
+
+    >>> next_sentence_task_of(False)
+    'none'
+    """
+    return resolve_next_sentence_task(None, use_nsp) if isinstance(use_nsp, bool) else use_nsp
+
+
+def fold_use_nsp(values):
+    """A saved config dict under the one name: configs saved before
+    `next_sentence_task` was it held `use_nsp` beside it ("" then meaning:
+    from `use_nsp`).
+
+    >>> fold_use_nsp({"use_nsp": False, "next_sentence_task": ""})
+    {'next_sentence_task': 'none'}
+    """
+    if "use_nsp" not in values:
+        return values
+    values = dict(values)
+    use_nsp = values.pop("use_nsp")
+    values["next_sentence_task"] = resolve_next_sentence_task(
+        values.get("next_sentence_task"), use_nsp)
+    return values
+
+
 _WARNED = set()
 
 

@@ -42,8 +42,8 @@ class FillMask:
                 "a pretrained head (e.g. from tools/pretrain.py, or a converted checkpoint "
                 "whose source has one)."
             )
-        has_nsp = bool(ckpt.prefixed_weights("nsp"))
-        model = BertPretrainer.from_checkpoint(checkpoint_dir, use_nsp=has_nsp)
+        pair_task = "nsp" if ckpt.prefixed_weights("nsp") else "none"
+        model = BertPretrainer.from_checkpoint(checkpoint_dir, next_sentence_task=pair_task)
         preprocessor = BertPreprocessor.from_pretrained(checkpoint_dir, seq_length=seq_length)
         return cls(model, preprocessor)
 

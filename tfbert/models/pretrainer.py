@@ -6,7 +6,7 @@ import tensorflow as tf
 from keras import ops
 
 from tfbert.checkpoint import assign_weights
-from tfbert.data.pretraining import resolve_next_sentence_task
+from tfbert.data.pretraining_instances import fold_use_nsp, next_sentence_task_or_use_nsp
 from tfbert.encoder import INPUT_NAMES, BertEncoder
 from tfbert.layers.mlm_head import MaskedLMHead
 from tfbert.layers.nsp_head import NextSentenceHead
@@ -24,8 +24,8 @@ class BertPretrainer(keras.Model):
 
     Inputs: a dict with the encoder inputs (`input_word_ids`, `input_mask`,
     `input_type_ids`) and `masked_lm_positions` `[batch, max_predictions]`.
-    Outputs: `mlm_logits` `[batch, max_predictions, vocab]` and, with
-    `use_nsp=True`, `nsp_logits` `[batch, 2]`, all float32.
+    Outputs: `mlm_logits` `[batch, max_predictions, vocab]` and, with a
+    pair task, `nsp_logits` `[batch, 2]`, all float32.
 
     Targets for `fit` (the `y` dict): `masked_lm_ids`, `masked_lm_weights`
     (1.0 real prediction, 0.0 padding) and, with NSP, `next_sentence_labels`
@@ -33,10 +33,14 @@ class BertPretrainer(keras.Model):
     averaged over real predictions only, plus the NSP cross-entropy. Metrics:
     `mlm_loss`, `mlm_accuracy`, `nsp_loss`, `nsp_accuracy`.
 
-    `next_sentence_task="sop"` trains ALBERT's sentence-order prediction
-    instead (label 1 = the two consecutive segments are swapped) with the
-    same binary head (checkpoint name `nsp/*`); its metrics are `sop_loss`
-    and `sop_accuracy`. `"none"` is `use_nsp=False`.
+    `next_sentence_task`: the pair task, "nsp" (the default), "sop" or
+    "none". "sop" trains ALBERT's sentence-order prediction instead (label
+    1 = the two consecutive segments are swapped) with the same binary head
+    (checkpoint name `nsp/*`); its metrics are `sop_loss` and
+    `sop_accuracy`. "none" trains the masked LM only. (The `use_nsp`
+    attribute says whether the binary head exists; as an argument, `use_nsp`
+    is the old name of `next_sentence_task`, False being "none", accepted
+    with a FutureWarning.)
 
     The MLM decoder is the encoder's word-embedding variable itself (tied).
 
@@ -57,12 +61,12 @@ class BertPretrainer(keras.Model):
     (TensorShape([1, 2, 100]), TensorShape([1, 2]))
     """
 
-    def __init__(self, encoder, use_nsp=True, use_sbo=False, next_sentence_task=None, **kwargs):
+    def __init__(self, encoder, use_nsp=None, use_sbo=False, next_sentence_task=None, **kwargs):
         if isinstance(encoder, dict):
             encoder = keras.saving.deserialize_keras_object(encoder)
         super().__init__(**kwargs)
         config = encoder.config
-        self.next_sentence_task = resolve_next_sentence_task(next_sentence_task, use_nsp)
+        self.next_sentence_task = next_sentence_task_or_use_nsp(next_sentence_task, use_nsp)
         use_nsp = self.next_sentence_task != "none"  # the binary pair head
 
         # === Layers ===
@@ -246,7 +250,7 @@ class BertPretrainer(keras.Model):
         )
 
     @classmethod
-    def from_checkpoint(cls, checkpoint_dir, use_nsp=True, use_sbo=False, dtype=None,
+    def from_checkpoint(cls, checkpoint_dir, use_nsp=None, use_sbo=False, dtype=None,
                         config_overrides=None, next_sentence_task=None):
         """Encoder weights from a tfbert checkpoint dir; head weights too
         when the checkpoint has them (else fresh heads)."""
@@ -270,11 +274,15 @@ class BertPretrainer(keras.Model):
     def get_config(self):
         return {
             "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "use_nsp": self.use_nsp,
             "use_sbo": self.use_sbo,
             "next_sentence_task": self.next_sentence_task,
             "name": self.name,
         }
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        # Saved before next_sentence_task was the one name: use_nsp beside it.
+        return super().from_config(fold_use_nsp(config), custom_objects=custom_objects)
 
 
 def _own_variables(head):

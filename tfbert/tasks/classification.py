@@ -5,6 +5,12 @@ output, and scores with GLUE's metrics: accuracy, F1 of the positive class
 (two classes), macro-F1 (more), Matthews correlation; Pearson/Spearman for
 regression.
 
+One module, over 400 lines, by design: it is one task class whose methods are
+the Task contract for this task (reading, windows, scoring, predict,
+export); the mechanisms they call are already their own modules
+(`tfbert.text.windows`, `tfbert.data.batching`, `tfbert.metrics.glue`), and
+cutting the class into mixins would only scatter one idea.
+
 Example:
 >>> task = ClassificationTask(ClassificationConfig(
 ...     train_file="tests/data/finetune/sentiment_train.tsv",

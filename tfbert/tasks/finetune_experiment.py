@@ -130,7 +130,7 @@ def run_experiment(task_name, cfg, overrides=(), source="config", overwrite=Fals
     """Trains every grid setting of `cfg` for task `task_name`, exports the
     best and writes `<model_dir>/results.json`; returns its dict (on a
     non-chief worker of a multi-worker run: None, nothing written).
-    `tfbert.train.callbacks.Preempted` passes through (state is saved)."""
+    `tfbert.train.resume.Preempted` passes through (state is saved)."""
     from tfbert.tasks.runner import export_task, finetune
     from tfbert.train.strategy import get_strategy
 

@@ -24,24 +24,26 @@ from typing import Optional
 
 from tfbert import experiment
 from tfbert.atomic import write_json
+from tfbert.data.pretraining_instances import (NEXT_SENTENCE_TASKS, fold_use_nsp,
+                                               next_sentence_task_of)
 from tfbert.text.masking import STRATEGIES as MASKING_STRATEGIES
 from tfbert.train.strategy import STRATEGIES
 from tfbert.train.train_config import DTYPE_POLICIES
 
 
 # Old names, one release: the fine-tuning config's names (Keras' dtype policy,
-# transformers' `adam_epsilon` and `warmup_steps`).
+# transformers' `adam_epsilon` and `warmup_steps`), and the pair task's.
 @experiment.renamed(mixed_precision="dtype_policy", epsilon="adam_epsilon",
-                    num_warmup_steps="warmup_steps")
+                    num_warmup_steps="warmup_steps",
+                    use_nsp=("next_sentence_task", next_sentence_task_of))
 @dataclasses.dataclass
 class PretrainConfig:
     # --- Data ---
     train_files: str = ""
     vocab_file: str = ""  # taken from init_checkpoint when that is set
     lower_case: bool = True
-    use_nsp: bool = True
-    # nsp | sop (ALBERT's sentence order; same binary head) | none; empty: from use_nsp.
-    next_sentence_task: str = experiment.one_of(("", "nsp", "sop", "none"), "")
+    # nsp | sop (ALBERT's sentence order; same binary head) | none (masked LM only).
+    next_sentence_task: str = experiment.one_of(NEXT_SENTENCE_TASKS, "nsp")
     # Held-out records evaluated after every epoch; empty: <train dir>/eval/ when
     # it exists; "none": no evaluation.
     eval_files: str = ""
@@ -98,9 +100,6 @@ class PretrainConfig:
                                              or not self.dynamic_masking):
             raise ValueError("span_boundary_objective needs masking_strategy: span with "
                              "dynamic_masking.")
-        if self.next_sentence_task and not self.use_nsp and self.next_sentence_task != "none":
-            raise ValueError(f"use_nsp=false conflicts with next_sentence_task="
-                             f"{self.next_sentence_task}; set one of them.")
         if self.batch_size % self.gradient_accumulation_steps:
             raise ValueError(
                 f"gradient_accumulation_steps ({self.gradient_accumulation_steps}) must divide "
@@ -140,10 +139,9 @@ def _check_budget(cfg):
 def build_model(cfg, vocab):
     """BertPretrainer from init_checkpoint (heads too, when present) or a preset."""
     from tfbert import BertConfig, BertEncoder
-    from tfbert.data.pretraining import resolve_next_sentence_task
     from tfbert.models.pretrainer import BertPretrainer
 
-    task = resolve_next_sentence_task(cfg.next_sentence_task, cfg.use_nsp)
+    task = cfg.next_sentence_task
     if cfg.init_checkpoint:
         model = BertPretrainer.from_checkpoint(
             cfg.init_checkpoint, use_sbo=cfg.span_boundary_objective,
@@ -171,12 +169,13 @@ def run(cfg, overwrite=False):
     import numpy as np
 
     from tfbert import checkpoint
-    from tfbert.data.pretraining import pretraining_dataset, resolve_next_sentence_task
+    from tfbert.data.pretraining import pretraining_dataset
     from tfbert.text.masking import MaskedLMMasker
     from tfbert.text.vocab import load_vocab
     from tfbert.train import callbacks as cb
     from tfbert.train.optimizer import create_optimizer
     from tfbert.train.multi_worker import is_chief, with_auto_shard
+    from tfbert.train.resume import fit_resumable, resume_point
     from tfbert.train.run_config import claim_model_dir
     from tfbert.train.strategy import get_strategy, xla_supported
 
@@ -184,7 +183,7 @@ def run(cfg, overwrite=False):
     # Before anything is resumed: a model_dir holds one run (one config).
     claim_model_dir(cfg.model_dir, dataclasses.asdict(cfg), overwrite=overwrite,
                     name="pretrain_config.json", write=is_chief(),
-                    renamed=experiment.renamed_keys(PretrainConfig))
+                    renamed=experiment.renamed_keys(PretrainConfig), upgrade=fold_use_nsp)
     lower_case = cfg.lower_case
     vocab_file = cfg.vocab_file
     if cfg.init_checkpoint:
@@ -209,14 +208,14 @@ def run(cfg, overwrite=False):
     accumulate = cfg.gradient_accumulation_steps
     micro_batch = cfg.batch_size // accumulate
     keras_steps = cfg.steps_per_epoch * accumulate  # micro-batches per epoch
-    initial_epoch, initial_batch = cb.resume_point(cfg.model_dir)
+    initial_epoch, initial_batch = resume_point(cfg.model_dir)
     masker = None
     if cfg.dynamic_masking:
         masker = MaskedLMMasker.from_vocab(
             vocab, max_predictions=cfg.max_predictions_per_seq,
             mask_rate=cfg.masked_lm_prob, strategy=cfg.masking_strategy,
         )
-    task = resolve_next_sentence_task(cfg.next_sentence_task, cfg.use_nsp)
+    task = cfg.next_sentence_task
 
     def make_dataset(skip_batches):
         dataset = pretraining_dataset(
@@ -279,8 +278,8 @@ def run(cfg, overwrite=False):
         )
         callbacks.append(spikes)
     start = time.time()
-    history = cb.fit_resumable(model, make_dataset, callbacks, epochs, keras_steps,
-                               verbose=cfg.verbose, validation_data=eval_dataset)
+    history = fit_resumable(model, make_dataset, callbacks, epochs, keras_steps,
+                            verbose=cfg.verbose, validation_data=eval_dataset)
     seconds = time.time() - start
     step = int(model.optimizer.iterations.numpy())
     # Equal on every worker of a multi-worker run (replicas stay in sync).
@@ -345,7 +344,10 @@ def export_step(model_dir, step, export_dir=None):
         raise FileNotFoundError(f"{config_path} is missing: the model_dir must be a "
                                 "pretraining run directory.")
     with open(config_path, encoding="utf-8") as f:
-        cfg = experiment.from_dict(PretrainConfig, json.load(f), source=config_path)
+        # Runs stored before the renames hold old names: from_dict takes
+        # the plain renames, fold_use_nsp the pair task.
+        cfg = experiment.from_dict(PretrainConfig, fold_use_nsp(json.load(f)),
+                                   source=config_path)
     weights = find_checkpoint(os.path.join(model_dir, CHECKPOINT_DIR), step)
     vocab_file, lower_case = cfg.vocab_file, cfg.lower_case
     if cfg.init_checkpoint:

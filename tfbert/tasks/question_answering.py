@@ -18,7 +18,8 @@ the question has none (v2.0).
 
 Windows come from `tfbert.text.windows` (the mechanism every task uses for
 long texts); the span search over all windows of a question is
-`tfbert.tasks.span_search` (the max-context rule, n-best, v2.0 null answers).
+`tfbert.tasks.span_search` (the max-context rule, n-best, v2.0 null answers);
+the results and the official prediction files, `tfbert.tasks.squad_predictions`.
 
 Dev scores use the official scripts' rules and names (`tfbert.metrics.squad`),
 computed like `evaluate-v2.0.py dev.json predictions.json --na-prob-file
@@ -37,9 +38,6 @@ Example:
 """
 
 import dataclasses
-import json
-import math
-import os
 from typing import Optional
 
 import keras
@@ -56,6 +54,7 @@ from tfbert.metrics.squad import squad_scores
 from tfbert.models.span_labeler import BertSpanLabeler
 from tfbert.tasks.base import Task
 from tfbert.tasks.span_search import search_spans
+from tfbert.tasks.squad_predictions import question_result, write_prediction_files
 from tfbert.text.windows import pack_windows
 
 
@@ -302,30 +301,8 @@ class QuestionAnsweringTask(Task):
                                  ) from None
             out = {k: v.numpy() for k, v in out.items()}
             for j in range(len(out["answer"])):
-                results.append(self._one(out, j))
+                results.append(question_result(out, j))
         return results
-
-    @staticmethod
-    def _one(out, j):
-        dec = lambda b: b.decode("utf-8", "replace")
-        result = {"answer": dec(out["answer"][j]), "score": float(out["score"][j]),
-                  "start_char": int(out["start_char"][j]), "end_char": int(out["end_char"][j]),
-                  "num_windows": int(out["num_windows"][j])}
-        if "no_answer_score" in out:
-            result["no_answer_score"] = float(out["no_answer_score"][j])
-            result["null_score"] = float(out["null_score"][j])
-        nbest = []
-        for n in range(out["nbest_scores"].shape[1]):
-            if out["nbest_start_char"][j, n] < 0:
-                break  # fewer candidates than n_best_size
-            nbest.append({"text": dec(out["nbest_answers"][j, n]),
-                          "score": float(out["nbest_scores"][j, n]),
-                          "start_logit": float(out["nbest_start_logits"][j, n]),
-                          "end_logit": float(out["nbest_end_logits"][j, n]),
-                          "start_char": int(out["nbest_start_char"][j, n]),
-                          "end_char": int(out["nbest_end_char"][j, n])})
-        result["nbest"] = nbest
-        return result
 
     # === Evaluation ===
 
@@ -355,40 +332,8 @@ class QuestionAnsweringTask(Task):
         data, _ = dev
         results = self.predict(model, [e.question for e in data.examples],
                                [e.context for e in data.examples])
-        ids = [e.id for e in data.examples]
-        files = {"predictions.json": {q: r["answer"] for q, r in zip(ids, results)},
-                 "nbest_predictions.json": {q: self._nbest_entries(r) for q, r in zip(ids, results)}}
-        if self.version_2:
-            files["null_odds.json"] = {q: r["no_answer_score"] for q, r in zip(ids, results)}
-        os.makedirs(out_dir, exist_ok=True)
-        paths = []
-        for name, content in files.items():
-            path = os.path.join(out_dir, name)
-            with open(path, "w", encoding="utf-8") as f:
-                json.dump(content, f, ensure_ascii=False, indent=1)
-            paths.append(path)
-        return paths
-
-    def _nbest_entries(self, result):
-        """n-best list as `run_squad.py` writes it: distinct texts, softmax
-        probabilities over the listed scores (v2.0: the null answer "" with
-        the null score among them)."""
-        entries, seen = [], set()
-        for e in result["nbest"]:
-            if e["text"] in seen:
-                continue  # the same text from another span: keep the best one
-            seen.add(e["text"])
-            entries.append(dict(e))
-        if self.version_2 and "" not in seen:
-            entries.append({"text": "", "score": result["null_score"], "start_logit": None,
-                            "end_logit": None, "start_char": -1, "end_char": -1})
-            entries.sort(key=lambda e: -e["score"])
-        if entries:
-            top = max(e["score"] for e in entries)
-            weights = [math.exp(e["score"] - top) for e in entries]
-            for e, wgt in zip(entries, weights):
-                e["probability"] = wgt / sum(weights)
-        return entries
+        return write_prediction_files([e.id for e in data.examples], results, self.version_2,
+                                      out_dir)
 
     # === Export ===
 

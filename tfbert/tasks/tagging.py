@@ -3,8 +3,8 @@ per-word tag set such as part-of-speech (scored by per-token accuracy).
 
 Labels live on words; BERT sees wordpieces. Each word's label goes on its
 first wordpiece, the other pieces get weight 0 in the loss, and predictions
-are read back from first pieces. A CoNLL token that the BERT tokenizer splits
-further (`U.S.` -> `u . s .`) stays one word. For raw strings a word is a
+are read back from first pieces (`tfbert.tasks.word_labels`). A CoNLL token
+that the BERT tokenizer splits further (`U.S.` -> `u . s .`) stays one word. For raw strings a word is a
 whitespace-separated token with its leading and trailing punctuation split
 off (found from the tokenizer's offsets), close to CoNLL's tokenization, so
 serving sees the words training saw.
@@ -35,12 +35,13 @@ from tfbert.export.task_model import export_task_model
 from tfbert.metrics import seqeval
 from tfbert.models.token_classifier import BertTokenClassifier
 from tfbert.tasks.base import Task
+# IGNORE and piece_labels are imported from here too.
+from tfbert.tasks.word_labels import (IGNORE, best_window_word_logits, first_piece_positions,
+                                      packed_labels, piece_labels)
 from tfbert.text.packer import trim_to_bucket
-from tfbert.text.windows import (WINDOW_MODES, count_windows, is_max_context, pack_windows,
-                                 window_batches, window_values)
+from tfbert.text.windows import (WINDOW_MODES, count_windows, pack_windows, window_batches,
+                                 window_values)
 from tfbert.text.word_splitting import WordSplitter
-
-IGNORE = -1  # label of positions without a word label ([CLS], [SEP], later pieces, padding)
 
 
 @dataclasses.dataclass
@@ -68,18 +69,6 @@ class TaggingConfig:
 
     def __post_init__(self):
         validate(self)
-
-
-def piece_labels(word_pieces, word_labels):
-    """int32 ragged `[batch, (pieces)]`: each word's label on its first
-    wordpiece, `IGNORE` on the others (`word_labels` `[batch, (words)]`)."""
-    words = word_pieces.values  # [total words, (pieces)]
-    piece_word = words.value_rowids()
-    first = tf.range(tf.shape(piece_word, out_type=tf.int64)[0]) == tf.gather(
-        words.row_starts(), piece_word)
-    labels = tf.where(first, tf.gather(tf.cast(word_labels.flat_values, tf.int32), piece_word),
-                      IGNORE)
-    return word_pieces.with_flat_values(labels).merge_dims(1, 2)
 
 
 class TaggingTask(Task):
@@ -129,14 +118,9 @@ class TaggingTask(Task):
         inputs = self.preprocessor.bert_pack_inputs([word_pieces])
         if word_labels is None:
             return inputs
-        labels = piece_labels(word_pieces, word_labels)
-        # Same layout as the packer: [CLS] pieces (truncated) [SEP] padding.
         seq_length = self.preprocessor.seq_length
-        labels = labels[:, : seq_length - 2]
-        edge = tf.fill([labels.nrows(), 1], IGNORE)
-        labels = tf.concat([edge, labels, edge], axis=1)
-        labels = labels.to_tensor(default_value=IGNORE, shape=[None, seq_length])
-        return inputs, labels
+        labels = piece_labels(word_pieces, word_labels)[:, : seq_length - 2]  # as truncated
+        return inputs, packed_labels(labels, seq_length)
 
     def _train_example(self, words, word_labels):
         return self._weighted(*self.pack(self.word_pieces(words), word_labels))
@@ -162,9 +146,7 @@ class TaggingTask(Task):
         if word_labels is None:
             return spans, inputs
         labels = window_values(piece_labels(word_pieces, word_labels), spans)
-        edge = tf.fill([labels.nrows(), 1], IGNORE)
-        labels = tf.concat([edge, labels, edge], axis=1)
-        return spans, inputs, labels.to_tensor(default_value=IGNORE, shape=[None, c.seq_length])
+        return spans, inputs, packed_labels(labels, c.seq_length)
 
     def word_logits(self, model, word_pieces, call=None):
         """Graph ops, windows: logits of every word's first piece, each from the
@@ -175,19 +157,7 @@ class TaggingTask(Task):
         spans, inputs = self.pack_windows(word_pieces)
         longest = tf.reduce_max(tf.concat([tf.reduce_sum(inputs["input_mask"], 1), [2]], 0))
         logits = call({k: v[:, :longest] for k, v in inputs.items()})
-        pieces = word_pieces.merge_dims(1, 2)
-        n_pieces = tf.shape(pieces.values, out_type=tf.int64)[0]
-        position = tf.range(tf.shape(logits, out_type=tf.int64)[1])[None, :] - 1  # after [CLS]
-        position = tf.broadcast_to(position, tf.shape(logits, out_type=tf.int64)[:2])
-        best = is_max_context(spans, position, pieces.row_starts(), n_pieces)
-        piece = tf.where(best, tf.gather(pieces.row_starts(), spans["row"])[:, None]
-                         + spans["window_start"][:, None] + position, n_pieces)
-        # One best window per piece: the sum over windows is that window's logits.
-        per_piece = tf.math.unsorted_segment_sum(logits, piece, n_pieces + 1)
-        covered = tf.math.unsorted_segment_max(tf.cast(best, tf.int32), piece, n_pieces + 1) > 0
-        first_piece = word_pieces.values.row_starts()  # flat index of each word's first piece
-        first_piece = tf.where(word_pieces.values.row_lengths() > 0, first_piece, n_pieces)
-        return tf.gather(per_piece, first_piece), tf.gather(covered, first_piece)
+        return best_window_word_logits(word_pieces, spans, logits)
 
     def dataset(self, path, batch_size, training=False, seed=0):
         """`(inputs, labels, sample_weights)` batches; weight 1 on each word's first piece."""
@@ -340,11 +310,7 @@ class TaggingTask(Task):
         else:
             logits = call(self.pack(word_pieces))
             seq_length = self.preprocessor.seq_length
-            counts = word_pieces.row_lengths(axis=2).flat_values
-            cum = tf.cumsum(counts, exclusive=True)
-            cum = tf.concat([cum, [tf.reduce_sum(counts)]], axis=0)
-            position = 1 + cum[:-1] - tf.gather(cum, tf.gather(word_pieces.row_starts(),
-                                                               word_row))
+            position = first_piece_positions(word_pieces)
             # Words whose first piece was truncated away are not returned.
             keep = position < seq_length - 1
             row = tf.boolean_mask(word_row, keep)

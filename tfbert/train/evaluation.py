@@ -33,6 +33,7 @@ import keras
 import numpy as np
 
 from tfbert.train import callbacks as train_callbacks
+from tfbert.train.resume import fit_resumable
 from tfbert.train.multi_worker import is_chief
 
 BEST_WEIGHTS = "best.weights.h5"
@@ -127,8 +128,7 @@ def fit_keeping_best(model, make_dataset, evaluate, main_metric, model_dir, epoc
     ] + train_callbacks.training_callbacks(model_dir, keep_checkpoints=1,
                                            tensorboard=tensorboard) + list(extra_callbacks)
     try:
-        train_callbacks.fit_resumable(model, make_dataset, callbacks, epochs, steps_per_epoch,
-                                      verbose=verbose)
+        fit_resumable(model, make_dataset, callbacks, epochs, steps_per_epoch, verbose=verbose)
         if os.path.isfile(best_path):
             model.load_weights(best_path)
     finally:

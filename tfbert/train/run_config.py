@@ -40,12 +40,14 @@ def flatten(config, prefix=""):
 
 
 def claim_model_dir(model_dir, config, overwrite=False, name=RUN_CONFIG, write=True,
-                    renamed=None):
+                    renamed=None, upgrade=None):
     """Checks `config` (a JSON-able dict) against the one stored in
     `model_dir`; stores it for a new run. `overwrite=True` empties
     `model_dir` first (start fresh). `write=False` (multi-worker non-chief):
     only check. `renamed`: `{old dotted key: new}` of keys a stored config
-    may hold under an old name (`tfbert.experiment.renamed_keys`)."""
+    may hold under an old name (`tfbert.experiment.renamed_keys`);
+    `upgrade(stored dict)`: the stored config under today's names where an
+    old setting's values differ from the new one's."""
     path = os.path.join(model_dir, name)
     if overwrite and os.path.isdir(model_dir) and write:
         shutil.rmtree(model_dir)
@@ -56,6 +58,7 @@ def claim_model_dir(model_dir, config, overwrite=False, name=RUN_CONFIG, write=T
             except json.JSONDecodeError:
                 stored = None
         if stored is not None:
+            stored = upgrade(stored) if upgrade else stored
             stored = {(renamed or {}).get(k, k): v for k, v in flatten(stored).items()}
             changed = _changes(stored, flatten(json.loads(json.dumps(config))))
             if changed:

@@ -1,6 +1,7 @@
-"""The Hugging Face converter reads sentence-transformers metadata (modules.json,
-1_Pooling, sentence_bert_config.json, Dense, Normalize) into the checkpoint's
-`sentence` section; unsupported modules are clear errors. The 1e-5 parity with
+"""The Hugging Face converter reads sentence-transformers metadata
+(`tfbert.convert.sentence_transformers`: modules.json, 1_Pooling,
+sentence_bert_config.json, Dense, Normalize) into the checkpoint's `sentence`
+section; unsupported modules are clear errors. The 1e-5 parity with
 sentence-transformers itself is in tests/models/test_sentence_encoder_minilm.py (slow)."""
 
 import json

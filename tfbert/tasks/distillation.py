@@ -94,12 +94,15 @@ class DistillationTaskConfig(ClassificationConfig):
     transfer_file: str = ""
 
 
+def student_fields(config):
+    """The `ClassificationConfig` fields of `config` (the student task's settings)."""
+    return {f.name: getattr(config, f.name) for f in dataclasses.fields(ClassificationConfig)}
+
+
 def student_task(config):
-    """The classification or regression task of a `DistillationTaskConfig`'s
-    `ClassificationConfig` fields."""
-    fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(ClassificationConfig)}
+    """The classification or regression task of a `DistillationTaskConfig`."""
     return (RegressionTask if config.regression else ClassificationTask)(
-        ClassificationConfig(**fields))
+        ClassificationConfig(**student_fields(config)))
 
 
 class DistillationTask(Task):
@@ -120,10 +123,8 @@ class DistillationTask(Task):
         if isinstance(config, Task):
             task = config
             self._check(task, augment_copies, augment_checkpoint)
-            student = {f.name: getattr(task.config, f.name)
-                       for f in dataclasses.fields(ClassificationConfig)}
             config = DistillationTaskConfig(
-                **student, teacher=teacher_export or "", distill=distill or DistillConfig(),
+                **student_fields(task.config), teacher=teacher_export or "", distill=distill or DistillConfig(),
                 augment_copies=int(augment_copies), augment_checkpoint=augment_checkpoint or "",
                 augment_seed=seed, transfer_file=transfer_file or "")
             super().__init__(config)

@@ -7,7 +7,9 @@ r"""Fine-tunes BERT on a task and exports a model that takes raw strings.
 Tasks (`tfbert.tasks.TASKS`; `--helpfull` lists them): `classification`,
 `regression` and `frozen_classification` (TSV/CSV/JSONL with column flags),
 `tagging` (CoNLL-2003: NER, or POS with `--set task.tag_column=1`),
-`feature_extraction` (no training: exports the features model).
+`feature_extraction` (no training: exports the features model),
+`distillation` (a classification or regression student taught by a teacher
+export, `task.teacher`; see also `tools/distill.py --mode=task`).
 
 The YAML has three sections (see `configs/finetune_*.yaml`):
 `task:` the task's data and head settings (its `config_class`, e.g.

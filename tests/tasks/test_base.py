@@ -1,4 +1,4 @@
-"""`Task.fit`, the shared training loop: gradient accumulation."""
+"""The trainer's loop (`tfbert.train.trainer.fit_task`, through `Task.fit`): gradient accumulation."""
 
 import os
 

@@ -166,3 +166,33 @@ def test_transfer_set_rows_gold_then_augmented_then_transfer_file(tmp_path):
     serve = load_task_model(teacher.export_dir).signatures["serving_default"]
     want = serve(text=tf.constant(texts["text"][-2:]))["logits"].numpy()
     np.testing.assert_allclose(soft[-2:], want, atol=1e-5)
+
+
+def test_distillation_is_a_listed_task_built_from_its_config(tmp_path):
+    """`TASKS["distillation"]` from a `task:` dict (the student's
+    ClassificationConfig fields plus the teacher) trains through `finetune`
+    like any task, and exports the student."""
+    from tfbert import BertConfig
+    from tfbert.tasks import TASKS, Task
+
+    data = os.path.join(REPO, "tests", "data", "finetune")
+    vocab = os.path.join(REPO, "tests", "data", "pretraining", "vocab.txt")
+    config = BertConfig.from_preset("tiny", vocab_size=1931)
+    train = TrainConfig(epochs=1, steps_per_epoch=2, batch_size=8, jit_compile=False, verbose=0,
+                        validation_fraction=0.0)
+    task_dict = {"train_file": os.path.join(data, "sentiment_train.tsv"),
+                 "dev_file": os.path.join(data, "sentiment_dev.tsv"), "seq_length": 32}
+    with pytest.raises(ValueError, match="distillation needs task.teacher"):
+        finetune(TASKS["distillation"](task_dict), train, str(tmp_path / "none"),
+                 encoder_config=config, vocab_file=vocab)
+    teacher = finetune(sentiment_task(data), train, str(tmp_path / "teacher"),
+                       encoder_config=config, vocab_file=vocab, export_dir=str(tmp_path / "t"))
+    task = TASKS["distillation"]({**task_dict, "teacher": teacher.export_dir,
+                                  "distill": {"temperature": 3.0}})
+    assert isinstance(task, Task) and task.distill.temperature == 3.0
+    result = finetune(task, train, str(tmp_path / "student"), encoder_config=config,
+                      vocab_file=vocab, export_dir=str(tmp_path / "s"))
+    assert result.task.name == "distillation" and result.main_metric == "accuracy"
+    assert result.summary["task"] == "classification"  # the student task's summary
+    assert result.task.label_list == teacher.task.label_list
+    assert os.path.isfile(os.path.join(result.export_dir, "saved_model.pb"))

@@ -6,7 +6,7 @@ imports below, and nowhere else (no registration by import side effect).
 
 Example:
 >>> sorted(TASKS)[:3]
-['classification', 'cross_encoder', 'feature_extraction']
+['classification', 'cross_encoder', 'distillation']
 >>> get_task("regression").config_class.__name__
 'ClassificationConfig'
 """
@@ -14,6 +14,7 @@ Example:
 from tfbert.tasks.base import Task
 from tfbert.tasks.classification import ClassificationTask, RegressionTask
 from tfbert.tasks.cross_encoder import CrossEncoderTask
+from tfbert.tasks.distillation import DistillationTask
 from tfbert.tasks.feature_extraction import FeatureExtractionTask
 from tfbert.tasks.frozen_classification import FrozenClassificationTask
 from tfbert.tasks.question_answering import QuestionAnsweringTask
@@ -29,6 +30,7 @@ TASKS = {task.name: task for task in (
     QuestionAnsweringTask,
     SentenceEmbeddingTask,
     CrossEncoderTask,
+    DistillationTask,
 )}
 
 

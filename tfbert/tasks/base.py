@@ -23,12 +23,26 @@ What a subclass provides (`NotImplementedError` below says which):
                                          SavedModel (`tfbert.export.task_model`); the
                                          model call through `tfbert.export.compiled_call`
 
-Hooks with defaults: `build_trainable` (compile with `loss()`/`metrics()`;
-override when the model computes its own loss: in-batch negatives,
-distillation), `evaluate` (predict, then `score`), `fit` (the BERT recipe
-with the best dev epoch kept; override for a different training scheme,
-e.g. a head on cached features), `write_predictions` (files next to
-`results.json`), `summary` (shown before training).
+The training loop is the trainer's (`tfbert.train.trainer.fit_task`: the
+BERT recipe, LoRA, the best validation epoch kept, resume after SIGTERM);
+a task does not rewrite it to change its data or its head. Hooks with
+defaults:
+
+    build_trainable(model, optimizer, train)
+                        compile with `loss()`/`metrics()`; override when the
+                        model computes its own loss (in-batch negatives,
+                        distillation)
+    begin_training(train, validation)
+                        before the loop reads data (e.g. batch widths)
+    end_training(model, model_dir)
+                        after it, best weights loaded (e.g. save a checkpoint)
+    evaluate(model, dev)    predict, then `score`
+    write_predictions(model, dev, out_dir)
+                        files next to `results.json`
+    summary()           facts shown before training
+    fit(encoder, train, model_dir, strategy, dev, validation)
+                        calls the trainer; override only for another training
+                        scheme (a head on cached features, nothing to train)
 
 Example (a new task needs only the abstract methods; the rest say which is missing):
 >>> class EchoTask(Task):
@@ -39,13 +53,9 @@ NotImplementedError: EchoTask.dataset
 """
 
 
-import tensorflow as tf
-
-from tfbert.data.batching import steps_per_epoch
-from tfbert.train.evaluation import VALIDATION, best_epoch, fit_keeping_best
-from tfbert.train.multi_worker import with_auto_shard
-from tfbert.train.optimizer import create_optimizer
+from tfbert.train.evaluation import best_epoch
 from tfbert.train.recipe import DEFAULT_MIN_STEPS
+from tfbert.train.trainer import fit_task
 
 
 class Task:
@@ -58,7 +68,7 @@ class Task:
     # The recipe's step floor when `train.min_steps` is unset (`tfbert.train.recipe`).
     min_train_steps = DEFAULT_MIN_STEPS
     # Training batches: the last partial batch of an epoch is kept, except
-    # under a multi-replica strategy (`fit` sets this), where replicas need equal shares.
+    # under a multi-replica strategy (the trainer sets this), where replicas need equal shares.
     drop_remainder = False
 
     def __init__(self, config=None):
@@ -118,59 +128,21 @@ class Task:
                       jit_compile=train.jit_compile)
         return model
 
+    def begin_training(self, train, validation):
+        """Called by the trainer before it reads any data: set what training
+        changes in `dataset` (e.g. batch widths). `train`: the `TrainConfig`;
+        `validation`: the file that chooses the epoch, or None."""
+
+    def end_training(self, model, model_dir):
+        """Called by the trainer after the last epoch, the best weights
+        loaded: undo `begin_training`, or write more files to `model_dir`."""
+
     def fit(self, encoder, train, model_dir, strategy, dev, validation=None):
-        """Trains on `config.train_file`, scoring `validation` (a file path:
-        it chooses the epoch) and `dev` (`eval_data` of the dev file: reported)
-        after every epoch; returns `(model, scores per epoch)` with the best
-        epoch's weights loaded. Each epoch's scores hold the dev metrics and,
-        with `validation`, `validation_<metric>` and `validation_loss`."""
-        n = self.num_examples(self.config.train_file)
-        self.drop_remainder = strategy.num_replicas_in_sync > 1
-        steps = train.steps_per_epoch or steps_per_epoch(n, train.batch_size, self.drop_remainder)
-        total = steps * train.epochs
-        # Gradient accumulation: Keras steps are micro-batches, N per update.
-        accumulate = train.gradient_accumulation_steps
-
-        def make_dataset(skip_batches):
-            # Built anew for each resume: a seeded order that restarts at batch 0.
-            data = self.dataset(self.config.train_file, train.micro_batch_size, training=True,
-                                seed=train.seed)
-            return with_auto_shard(data.skip(skip_batches) if skip_batches else data)
-
-        with strategy.scope():
-            model = self.build_model(encoder)
-            if train.lora_rank:  # frozen encoder, adapters + head train
-                from tfbert.train.lora import enable_lora
-
-                enable_lora(model, train.lora_rank, train.lora_targets)
-            optimizer = create_optimizer(
-                train.learning_rate, num_train_steps=total,
-                num_warmup_steps=int(train.warmup_ratio * total),
-                optimizer_type=train.optimizer_type, weight_decay=train.weight_decay,
-                clipnorm=train.clipnorm, epsilon=train.adam_epsilon,
-                gradient_accumulation_steps=accumulate, dense_gradients=train.dense_gradients)
-            trainable = self.build_trainable(model, optimizer, train)
-        evaluate = lambda: self.evaluate(model, dev)
-        if validation:
-            validation_data = self.eval_data(validation, train.eval_batch_size)
-            validation_batches = self.dataset(validation, train.eval_batch_size)
-            # A known length: Keras warns "ran out of data" after each
-            # evaluate over a dataset of unknown cardinality.
-            count = int(validation_batches.reduce(0, lambda n, _: n + 1))
-            validation_batches = validation_batches.apply(
-                tf.data.experimental.assert_cardinality(count))
-
-            def evaluate():
-                scores = {VALIDATION + k: v for k, v in
-                          self.evaluate(model, validation_data).items()}
-                scores[VALIDATION + "loss"] = self.validation_loss(trainable, validation_batches)
-                return {**scores, **self.evaluate(model, dev)}
-
-        evaluation = fit_keeping_best(
-            trainable, make_dataset, evaluate, self.main_metric, model_dir,
-            epochs=train.epochs, steps_per_epoch=steps * accumulate, verbose=train.verbose,
-            tensorboard=train.tensorboard)
-        return model, evaluation.scores
+        """`(model, scores per epoch)`: the loop of `tfbert.train.trainer.fit_task`.
+        Override only for another training scheme (a head on cached
+        features, nothing to train); to change data or save files, use the
+        hooks `begin_training` / `end_training`."""
+        return fit_task(self, encoder, train, model_dir, strategy, dev, validation)
 
     def validation_loss(self, trainable, batches):
         """The training loss on validation batches (it breaks ties between

@@ -185,13 +185,11 @@ class CrossEncoderTask(ClassificationTask):
     def metrics(self):
         return [keras.metrics.BinaryAccuracy(name="accuracy", threshold=0.0)]
 
-    def fit(self, encoder, train, model_dir, strategy, dev, validation=None):
-        """`Task.fit`, then the trained model as a tfbert checkpoint in
-        `<model_dir>/cross_encoder/` (what `CrossEncoder.from_pretrained` reads)."""
-        model, scores = super().fit(encoder, train, model_dir, strategy, dev, validation)
+    def end_training(self, model, model_dir):
+        """The trained model as a tfbert checkpoint in `<model_dir>/cross_encoder/`
+        (what `CrossEncoder.from_pretrained` reads)."""
         save_cross_encoder(model, self.preprocessor, os.path.join(model_dir, CHECKPOINT_DIR),
                            source=f"tfbert finetune --task=cross_encoder ({model_dir})")
-        return model, scores
 
     # === Evaluation ===
 

@@ -23,8 +23,23 @@ student with a transfer set takes exactly the optimizer steps of one
 trained on the gold labels alone. Supported: the classification tasks (`classification`;
 `regression` matches the teacher's score with MSE); other tasks are refused
 with a clear error.
+
+`DistillationTask` is a task like the others, listed in `tfbert.tasks.TASKS`
+as `distillation`: its config (`DistillationTaskConfig`, the `task:` section)
+is the student task's `ClassificationConfig` plus `teacher`, `distill` (the
+loss weights, `tfbert.train.distill.DistillConfig`) and the transfer set, and
+the trainer's loop trains it. `tfbert.tasks.distill_experiment` builds one
+around a student task given by name.
+
+Example (the checks run before any teacher or data is read):
+>>> DistillationTask({"train_file": "train.tsv", "teacher": "export/1", "augment_copies": 2})
+Traceback (most recent call last):
+ValueError: augment_copies needs augment_checkpoint: a tfbert checkpoint whose word embeddings give the substitutes.
+>>> DistillationTask({"regression": True, "teacher": "export/1"}).task.name
+'regression'
 """
 
+import dataclasses
 import os
 
 import numpy as np
@@ -32,8 +47,10 @@ import tensorflow as tf
 
 from tfbert.data import readers
 from tfbert.data.batching import epoch_batches
+from tfbert.experiment import at_least
 from tfbert.export.task_model import load_task_model
 from tfbert.tasks.base import Task
+from tfbert.tasks.classification import ClassificationConfig, ClassificationTask, RegressionTask
 from tfbert.train.distill import DistillConfig, TaskDistiller
 
 DISTILLABLE_TASKS = ("classification", "regression")
@@ -59,34 +76,156 @@ def teacher_logits(teacher_export, texts, batch_size=64):
     return np.concatenate(out).astype(np.float32)
 
 
-class DistillationTask:
-    """Wraps a classification task: training batches carry the teacher's
-    logits, and the trainable model adds the soft-target loss (see module doc).
-    Everything else (dev scoring, prediction, export) is the wrapped task's."""
+@dataclasses.dataclass
+class DistillationTaskConfig(ClassificationConfig):
+    """The student's task (every `ClassificationConfig` field: its data and
+    head; `regression: true` distils a regression teacher), the teacher and
+    the transfer set: the `task:` section of `--task=distillation`."""
 
-    def __init__(self, task, teacher_export, distill=None, augment_copies=0,
+    # The teacher: an end-to-end task SavedModel (strings in, `logits` out).
+    teacher: str = ""
+    distill: DistillConfig = dataclasses.field(default_factory=DistillConfig)
+    # A transfer set of this many augmented copies of the training sentences
+    # (words swapped for neighbours in augment_checkpoint's word embeddings).
+    augment_copies: int = at_least(0, 0)
+    augment_checkpoint: str = ""
+    augment_seed: int = 0
+    # Unlabelled in-domain text the teacher labels too (`read_transfer_file`).
+    transfer_file: str = ""
+
+
+def student_fields(config):
+    """The `ClassificationConfig` fields of `config` (the student task's settings)."""
+    return {f.name: getattr(config, f.name) for f in dataclasses.fields(ClassificationConfig)}
+
+
+def student_task(config):
+    """The classification or regression task of a `DistillationTaskConfig`."""
+    return (RegressionTask if config.regression else ClassificationTask)(
+        ClassificationConfig(**student_fields(config)))
+
+
+class DistillationTask(Task):
+    """A classification or regression student taught by a teacher export:
+    training batches carry the teacher's logits, and the trainable model adds
+    the soft-target loss (see the module doc). Data reading, dev scoring,
+    prediction and export are the student task's (`self.task`), called by name.
+
+    `DistillationTask(config)`: a `DistillationTaskConfig` or dict, as `TASKS`
+    builds it. `DistillationTask(task, teacher_export, distill, ...)`: a
+    student task already built (what `tfbert.tasks.distill_experiment` does)."""
+
+    name = "distillation"
+    config_class = DistillationTaskConfig
+
+    def __init__(self, config=None, teacher_export=None, distill=None, augment_copies=0,
                  augment_checkpoint=None, seed=0, transfer_file=None):
+        if isinstance(config, Task):
+            task = config
+            self._check(task, augment_copies, augment_checkpoint)
+            config = DistillationTaskConfig(
+                **student_fields(task.config), teacher=teacher_export or "", distill=distill or DistillConfig(),
+                augment_copies=int(augment_copies), augment_checkpoint=augment_checkpoint or "",
+                augment_seed=seed, transfer_file=transfer_file or "")
+            super().__init__(config)
+        else:
+            super().__init__(config)
+            task = student_task(self.config)
+            self._check(task, self.config.augment_copies, self.config.augment_checkpoint)
+        c = self.config
+        self.task = task
+        self.augment_copies = c.augment_copies
+        self.augment_checkpoint = c.augment_checkpoint or None
+        self.seed = c.augment_seed
+        self.teacher_export = c.teacher
+        self.distill = c.distill
+        # Read now: a bad file fails before the teacher loads or training starts.
+        self.transfer_file = c.transfer_file or None
+        self.transfer_texts = read_transfer_file(task, c.transfer_file) if c.transfer_file else None
+        self._soft = {}  # path -> teacher logits
+
+    @staticmethod
+    def _check(task, augment_copies, augment_checkpoint):
         if augment_copies and not augment_checkpoint:
             raise ValueError("augment_copies needs augment_checkpoint: a tfbert checkpoint "
                              "whose word embeddings give the substitutes.")
         if augment_copies and task.pairs:
             raise ValueError("augmentation supports single-sentence tasks only.")
-        self.augment_copies = int(augment_copies)
-        self.augment_checkpoint = augment_checkpoint
-        self.seed = seed
         if task.name not in DISTILLABLE_TASKS:
             raise ValueError(f"Task distillation supports {list(DISTILLABLE_TASKS)}, "
                              f"not {task.name!r}.")
-        self.task = task
-        # Read now: a bad file fails before the teacher loads or training starts.
-        self.transfer_file = transfer_file or None
-        self.transfer_texts = read_transfer_file(task, transfer_file) if transfer_file else None
-        self.teacher_export = teacher_export
-        self.distill = distill or DistillConfig()
-        self._soft = {}  # path -> teacher logits
 
-    def __getattr__(self, name):  # the wrapped task's data, metrics, export, ...
-        return getattr(self.task, name)
+    # === The student task's, by name ===
+
+    @property
+    def preprocessor(self):
+        return self.task.preprocessor
+
+    @preprocessor.setter
+    def preprocessor(self, value):
+        if value is not None:  # `Task.__init__` sets None: the student's stays
+            self.task.preprocessor = value
+
+    @property
+    def main_metric(self):
+        return self.task.main_metric
+
+    @property
+    def text_inputs(self):
+        return self.task.text_inputs
+
+    @property
+    def min_train_steps(self):
+        return self.task.min_train_steps
+
+    @property
+    def label_list(self):
+        return self.task.label_list
+
+    def prepare(self, preprocessor):
+        if not self.teacher_export:
+            raise ValueError("distillation needs task.teacher: the directory of the "
+                             "teacher's end-to-end task SavedModel.")
+        self.task.prepare(preprocessor)
+        return self
+
+    def num_examples(self, path):
+        return self.task.num_examples(path)
+
+    def split_validation(self, path, out_dir, fraction, seed):
+        return self.task.split_validation(path, out_dir, fraction, seed)
+
+    def summary(self):
+        return self.task.summary()
+
+    def build_model(self, encoder):
+        return self.task.build_model(encoder)
+
+    def loss(self):
+        return self.task.loss()
+
+    def metrics(self):
+        return self.task.metrics()
+
+    def eval_data(self, path, batch_size):
+        return self.task.eval_data(path, batch_size)
+
+    def score(self, predictions, reference):
+        return self.task.score(predictions, reference)
+
+    def evaluate(self, model, dev):
+        return self.task.evaluate(model, dev)
+
+    def write_predictions(self, model, dev, out_dir):
+        return self.task.write_predictions(model, dev, out_dir)
+
+    def predict(self, model, *texts, **kwargs):
+        return self.task.predict(model, *texts, **kwargs)
+
+    def export(self, model, export_dir, jit_compile=False):
+        return self.task.export(model, export_dir, jit_compile=jit_compile)
+
+    # === Distillation's own: the transfer set and the loss ===
 
     def transfer_set(self, path):
         """`(texts, gold targets, gold weights, teacher logits)` of the training
@@ -138,12 +277,6 @@ class DistillationTask:
                                   regression=self.task.regression)
         trainable.compile(optimizer=optimizer, jit_compile=train.jit_compile)
         return trainable
-
-    def fit(self, encoder, train, model_dir, strategy, dev, validation=None):
-        return Task.fit(self, encoder, train, model_dir, strategy, dev, validation)
-
-    def validation_loss(self, trainable, batches):
-        return Task.validation_loss(self, trainable, batches)
 
 
 def read_transfer_file(task, path):

@@ -49,7 +49,8 @@ class FeatureExtractionTask(Task):
     config_class = FeatureExtractionConfig
 
     def fit(self, encoder, train, model_dir, strategy, dev, validation=None):
-        """Nothing to train: the model is the encoder's features."""
+        """Nothing to train (so not the trainer's loop): the model is the
+        encoder's features."""
         with strategy.scope():
             return self.build_model(encoder), [{}]
 

@@ -48,6 +48,8 @@ class FrozenClassificationTask(ClassificationTask):
     config_class = FrozenClassificationConfig
 
     def fit(self, encoder, train, model_dir, strategy, dev, validation=None):
+        """Another training scheme (so not the trainer's loop): every example
+        through the frozen encoder once, then only the head trains."""
         if train.lora_rank:
             raise ValueError("train.lora_rank: frozen_classification trains no encoder weight "
                              "(a head on frozen features); use --task=classification.")

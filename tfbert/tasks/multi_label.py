@@ -155,10 +155,9 @@ class MultiLabelClassification:
         # Per (example, label) decision at probability 0.5 (logit 0).
         return [keras.metrics.BinaryAccuracy(name="label_accuracy", threshold=0.0)]
 
-    def fit(self, encoder, train, model_dir, strategy, dev, validation=None):
-        """`Task.fit`; the validation file (if any) also chooses the thresholds."""
+    def begin_training(self, train, validation):
+        """The validation file (if any) also chooses the thresholds."""
         self.threshold_file = validation if self.config.threshold is None else None
-        return super().fit(encoder, train, model_dir, strategy, dev, validation)
 
     # === Evaluation ===
 

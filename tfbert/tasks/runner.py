@@ -9,7 +9,8 @@ or by default a held-out 10% of the training file, written to
 dev file. The validation score
 chooses the epoch (ties: lower validation loss); the dev file is only
 reported. The chosen epoch's weights are kept (`<model_dir>/best.weights.h5`)
-and exported. How a task trains is the task's `fit` (`tfbert.tasks.base.Task`).
+and exported. The training loop is `tfbert.train.trainer.fit_task`, reached
+through `Task.fit` (overridden only by a task with another training scheme).
 
 Example (a tiny random encoder, two short epochs; use `init_checkpoint=`
 for pretrained weights):

@@ -195,14 +195,13 @@ class SentenceEmbeddingTask(Task):
 
     # === Model and training ===
 
-    def fit(self, encoder, train, model_dir, strategy, dev, validation=None):
-        """`Task.fit`, with training batches cut to their longest text (XLA:
-        to a bucket width; without, Keras retraces with `reduce_retracing`)."""
+    def begin_training(self, train, validation):
+        """Training batches cut to their longest text (XLA: to a bucket
+        width; without, Keras retraces with `reduce_retracing`)."""
         self.trim = trim_to_bucket if train.jit_compile else trim_to_longest
-        try:
-            return super().fit(encoder, train, model_dir, strategy, dev, validation)
-        finally:
-            self.trim = None
+
+    def end_training(self, model, model_dir):
+        self.trim = None  # prediction and export batches stay seq_length wide
 
     def build_model(self, encoder):
         c = self.config

@@ -196,3 +196,18 @@ def test_distillation_is_a_listed_task_built_from_its_config(tmp_path):
     assert result.summary["task"] == "classification"  # the student task's summary
     assert result.task.label_list == teacher.task.label_list
     assert os.path.isfile(os.path.join(result.export_dir, "saved_model.pb"))
+
+
+@pytest.mark.parametrize("setting, message", [
+    ({"multi_label": True, "label_separator": ","}, "not multi_label: true"),
+    ({"long_text": "windows"}, "set long_text: truncate"),
+    ({"augment_copies": 2}, "augment_copies needs"),
+])
+def test_unsupported_settings_are_refused_in_one_line(setting, message):
+    """The soft targets are one softmax per text: multi-label and windowed
+    students are refused before anything loads, not trained on the wrong thing."""
+    from tfbert.tasks import TASKS
+
+    with pytest.raises(ValueError, match=message) as e:
+        TASKS["distillation"]({"teacher": "teacher_export", **setting})
+    assert "\n" not in str(e.value)

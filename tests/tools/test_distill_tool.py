@@ -32,10 +32,10 @@ def teacher_and_data(tmp_path_factory):
     vocab = os.path.join(DATA, "vocab.txt")
     write_pretraining_data(os.path.join(DATA, "corpus.txt"), str(tmp / "data"),
                            BertTokenizer(vocab_file=vocab, lower_case=True), max_seq_length=32,
-                           use_nsp=False, log=lambda *a: None)
+                           next_sentence_task="none", log=lambda *a: None)
     keras.utils.set_random_seed(0)
     teacher = BertPretrainer(BertEncoder(BertConfig.from_preset(
-        "tiny", vocab_size=1931, max_position_embeddings=32)), use_nsp=False)
+        "tiny", vocab_size=1931, max_position_embeddings=32)), next_sentence_task="none")
     return teacher.save_checkpoint(str(tmp / "teacher"), vocab, True), str(tmp / "data")
 
 

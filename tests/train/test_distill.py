@@ -67,24 +67,24 @@ def test_general_distillation_brings_student_mlm_closer_to_teacher(tmp_path):
     vocab = os.path.join(DATA, "vocab.txt")
     write_pretraining_data(os.path.join(DATA, "corpus.txt"), str(tmp_path / "data"),
                            BertTokenizer(vocab_file=vocab, lower_case=True), max_seq_length=32,
-                           use_nsp=False, log=lambda *a: None)
+                           next_sentence_task="none", log=lambda *a: None)
     files = str(tmp_path / "data" / "*.tfrecord")
     masker = MaskedLMMasker.from_vocab(vocab, max_predictions=5)
 
     def data(seed):
-        return pretraining_dataset(files, 16, masker=masker, seed=seed, use_nsp=False)
+        return pretraining_dataset(files, 16, masker=masker, seed=seed, next_sentence_task="none")
 
     # The teacher: a small BERT pretrained here on the same corpus.
     keras.utils.set_random_seed(0)
     config = BertConfig.from_preset("tiny", vocab_size=1931, num_layers=2,
                                     max_position_embeddings=32)
-    teacher = BertPretrainer(BertEncoder(config), use_nsp=False)
+    teacher = BertPretrainer(BertEncoder(config), next_sentence_task="none")
     teacher.compile(optimizer=create_optimizer(1e-3, 200, 20), jit_compile=False)
     teacher.fit(data(1), epochs=1, steps_per_epoch=200, verbose=0)
 
     def new_student():
         keras.utils.set_random_seed(1)
-        return BertPretrainer(BertEncoder(config.replace(num_layers=1)), use_nsp=False)
+        return BertPretrainer(BertEncoder(config.replace(num_layers=1)), next_sentence_task="none")
 
     def train_student(distill):
         student = new_student()

@@ -159,13 +159,13 @@ def general_mode(cfg):
         raise ValueError(f"{teacher_ckpt.weights_path} has no masked-LM head (mlm/*); the "
                          "teacher of general distillation needs one.")
     keras.utils.set_random_seed(cfg.train.seed)
-    teacher = BertPretrainer.from_checkpoint(cfg.teacher, use_nsp=False)
+    teacher = BertPretrainer.from_checkpoint(cfg.teacher, next_sentence_task="none")
     if cfg.init_checkpoint:
-        student = BertPretrainer.from_checkpoint(cfg.init_checkpoint, use_nsp=False)
+        student = BertPretrainer.from_checkpoint(cfg.init_checkpoint, next_sentence_task="none")
         vocab_file, lower_case = (checkpoint.read_checkpoint(cfg.init_checkpoint).vocab_file,
                                   teacher_ckpt.lower_case)
     else:
-        student = BertPretrainer(BertEncoder(student_config(cfg)), use_nsp=False)
+        student = BertPretrainer(BertEncoder(student_config(cfg)), next_sentence_task="none")
         vocab_file, lower_case = cfg.vocab_file, cfg.lower_case
     masker = MaskedLMMasker.from_vocab(teacher_ckpt.vocab_file,
                                        max_predictions=cfg.max_predictions_per_seq)

@@ -154,6 +154,13 @@ class DistillationTask(Task):
         if task.name not in DISTILLABLE_TASKS:
             raise ValueError(f"Task distillation supports {list(DISTILLABLE_TASKS)}, "
                              f"not {task.name!r}.")
+        # The soft targets are one softmax (or score) per text, from its first window.
+        if getattr(task.config, "multi_label", False):
+            raise ValueError("Task distillation supports single-label classification and "
+                             "regression, not multi_label: true.")
+        if getattr(task, "windowed", False):
+            raise ValueError("Task distillation reads each text as one window: set "
+                             "long_text: truncate (not windows).")
 
     # === The student task's, by name ===
 

@@ -57,6 +57,22 @@ def pretraining_checkpoint(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def assert_png():
+    """`assert_png(path)`: the file is a real PNG image of at least 100 x 100 pixels."""
+
+    def check(path):
+        from PIL import Image  # matplotlib's own dependency
+
+        data = open(path, "rb").read()
+        assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 2000
+        with Image.open(path) as image:
+            image.verify()
+            assert min(image.size) >= 100
+
+    return check
+
+
+@pytest.fixture(scope="session")
 def run_python():
     """Runs Python source in a fresh interpreter (nothing imported, nothing
     shared with this process) and returns its stdout; fails with its stderr."""

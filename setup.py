@@ -32,7 +32,7 @@ setup(
         "pyyaml>=6.0",
         "safetensors>=0.4",
         "numpy>=1.26",
-        # tools/visualize.py: attention maps, training curves, confusion matrices.
+        # tfbert.visualize (tools/visualize.py): attention maps, training curves, confusion matrices.
         "matplotlib>=3.8",
         # The TFLite interpreter with the tf-text tokenizer kernels (the main
         # job compares its strings-in TFLite file with the SavedModel).

@@ -42,6 +42,37 @@ def tiny_config():
 
 
 @pytest.fixture(scope="session")
+def pretraining_checkpoint(tmp_path_factory):
+    """A tiny 1-layer tfbert checkpoint with MLM and NSP heads, on the
+    pretraining sample's 1,931-token vocab (20 [unusedN] slots)."""
+    from tfbert import BertConfig, BertEncoder
+    from tfbert.models.pretrainer import BertPretrainer
+
+    vocab = pathlib.Path(__file__).parent / "data" / "pretraining" / "vocab.txt"
+    size = len([t for t in vocab.read_text().split("\n") if t])
+    config = BertConfig.from_preset("tiny", vocab_size=size, num_layers=1)
+    path = tmp_path_factory.mktemp("pretraining_checkpoint") / "ckpt"
+    BertPretrainer(BertEncoder(config)).save_checkpoint(str(path), str(vocab), lower_case=True)
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def assert_png():
+    """`assert_png(path)`: the file is a real PNG image of at least 100 x 100 pixels."""
+
+    def check(path):
+        from PIL import Image  # matplotlib's own dependency
+
+        data = open(path, "rb").read()
+        assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 2000
+        with Image.open(path) as image:
+            image.verify()
+            assert min(image.size) >= 100
+
+    return check
+
+
+@pytest.fixture(scope="session")
 def run_python():
     """Runs Python source in a fresh interpreter (nothing imported, nothing
     shared with this process) and returns its stdout; fails with its stderr."""

@@ -8,10 +8,10 @@ r"""Pictures of a model and a run, as PNG files (matplotlib).
     # confusion matrix of the dev predictions that tools/finetune.py wrote
     python tools/visualize.py --kind=confusion --model_dir=runs/sentiment --output=confusion.png
 
-Each command prints the path it wrote.
+Each command prints the path it wrote. The work is `tfbert.visualize`
+(`draw_attention`, `draw_curves`, `draw_confusion`).
 """
 
-import csv
 import os
 import sys
 
@@ -31,129 +31,6 @@ flags.DEFINE_string("model_dir", None, "curves/confusion: a tools/finetune.py or
 flags.mark_flags_as_required(["kind", "output"])
 
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only, no display
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def draw_attention(checkpoint_dir, text, output, text_b=None, layers=None):
-    """Attention probabilities of every head of the chosen layers for one input."""
-    import numpy as np
-
-    from tfbert import BertEncoder, BertPreprocessor
-
-    pre = BertPreprocessor.from_pretrained(checkpoint_dir, seq_length=128)
-    encoder = BertEncoder.from_pretrained(checkpoint_dir, return_attention_probs=True)
-    inputs = pre([[text]] + ([[text_b]] if text_b else []))
-    length = int(inputs["input_mask"].numpy().sum())
-    tokens = [t.decode() for t in pre.id_to_token(inputs["input_word_ids"][0, :length]).numpy()]
-    probs = encoder({k: v[:, :length] for k, v in inputs.items()})["attention_probs"]
-    layers = [int(i) for i in layers] if layers else list(range(len(probs)))
-    heads = probs[0].shape[1]
-    plt = _pyplot()
-    size = max(2.0, 0.18 * length)
-    fig, axes = plt.subplots(len(layers), heads, figsize=(size * heads, size * len(layers)),
-                             squeeze=False)
-    for row, layer in enumerate(layers):
-        for head in range(heads):
-            ax = axes[row][head]
-            ax.imshow(np.asarray(probs[layer][0, head]), cmap="viridis", vmin=0, vmax=1)
-            ax.set_title(f"layer {layer} head {head}", fontsize=8)
-            ax.set_xticks(range(length), tokens, rotation=90, fontsize=6)
-            ax.set_yticks(range(length), tokens, fontsize=6)
-    fig.tight_layout()
-    fig.savefig(output, dpi=80)
-    plt.close(fig)
-    return output
-
-
-def read_log(model_dir):
-    path = os.path.join(model_dir, "log.csv")
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"No training log: {path} (written by tools/finetune.py and "
-                                "tools/pretrain.py).")
-    with open(path, encoding="utf-8", newline="") as f:
-        rows = list(csv.DictReader(f))
-    if not rows:
-        raise ValueError(f"{path}: no finished epoch yet.")
-    return path, rows
-
-
-def draw_curves(model_dir, output):
-    """Training loss (and other losses) and the dev metrics per epoch."""
-    path, rows = read_log(model_dir)
-    epochs = [int(r["epoch"]) + 1 for r in rows]
-
-    def number(text):  # CSVLogger writes "NA" for a missing value
-        try:
-            return float(text)
-        except (TypeError, ValueError):
-            return float("nan")
-
-    def series(names):
-        found = {n: [number(r.get(n)) for r in rows] for n in names}
-        return {n: v for n, v in found.items() if any(x == x for x in v)}  # not all NaN
-
-    losses = series([k for k in rows[0] if k.endswith("loss")])
-    scores = series([k for k in rows[0] if k.startswith("dev_") or k.endswith("accuracy")])
-    plt = _pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    for name, values in losses.items():
-        left.plot(epochs, values, marker="o", label=name)
-    left.set(title="loss", xlabel="epoch")
-    for name, values in scores.items():
-        right.plot(epochs, values, marker="o", label=name)
-    right.set(title="metrics", xlabel="epoch")
-    for ax in (left, right):
-        if ax.lines:
-            ax.legend(fontsize=8)
-    fig.suptitle(path, fontsize=8)
-    fig.tight_layout()
-    fig.savefig(output, dpi=80)
-    plt.close(fig)
-    return output
-
-
-def draw_confusion(model_dir, output):
-    """Gold x predicted label counts from `<model_dir>/dev_predictions.tsv`."""
-    import numpy as np
-
-    path = os.path.join(model_dir, "dev_predictions.tsv")
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"No dev predictions: {path} (tools/finetune.py writes it for "
-                                "classification tasks).")
-    with open(path, encoding="utf-8", newline="") as f:
-        rows = list(csv.DictReader(f, delimiter="\t"))
-    if not rows:
-        raise ValueError(f"{path}: no predictions.")
-    labels = sorted({r["gold"] for r in rows} | {r["predicted"] for r in rows})
-    index = {l: i for i, l in enumerate(labels)}
-    counts = np.zeros((len(labels), len(labels)), np.int64)
-    for r in rows:
-        counts[index[r["gold"]], index[r["predicted"]]] += 1
-    plt = _pyplot()
-    size = 2 + 0.6 * len(labels)
-    # At least 4 inches: the title (accuracy and count) fits above small matrices.
-    fig, ax = plt.subplots(figsize=(max(size, 4.0), max(size, 3.5)))
-    ax.imshow(counts, cmap="Blues")
-    for i in range(len(labels)):
-        for j in range(len(labels)):
-            ax.text(j, i, str(counts[i, j]), ha="center", va="center",
-                    color="white" if counts[i, j] > counts.max() / 2 else "black")
-    ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
-    ax.set_yticks(range(len(labels)), labels)
-    ax.set(xlabel="predicted", ylabel="gold",
-           title=f"dev accuracy {np.trace(counts) / counts.sum():.3f} ({counts.sum()} examples)")
-    fig.tight_layout()
-    fig.savefig(output, dpi=80)
-    plt.close(fig)
-    return output
-
-
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
@@ -161,12 +38,16 @@ def main(argv):
         if FLAGS.kind == "attention":
             if not FLAGS.checkpoint_dir or FLAGS.text is None:
                 raise ValueError("--kind=attention needs --checkpoint_dir and --text.")
-            out = draw_attention(FLAGS.checkpoint_dir, FLAGS.text, FLAGS.output, FLAGS.text_b,
-                                 FLAGS.layers)
+        elif not FLAGS.model_dir:
+            raise ValueError(f"--kind={FLAGS.kind} needs --model_dir.")
+        # Imported after the flag checks: a usage error does not wait for TensorFlow.
+        from tfbert import visualize
+
+        if FLAGS.kind == "attention":
+            out = visualize.draw_attention(FLAGS.checkpoint_dir, FLAGS.text, FLAGS.output,
+                                           FLAGS.text_b, FLAGS.layers)
         else:
-            if not FLAGS.model_dir:
-                raise ValueError(f"--kind={FLAGS.kind} needs --model_dir.")
-            draw = draw_curves if FLAGS.kind == "curves" else draw_confusion
+            draw = visualize.draw_curves if FLAGS.kind == "curves" else visualize.draw_confusion
             out = draw(FLAGS.model_dir, FLAGS.output)
     except (ValueError, FileNotFoundError, OSError) as e:
         print(f"visualize: error: {e}", file=sys.stderr)

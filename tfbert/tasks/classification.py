@@ -349,7 +349,8 @@ class ClassificationTask(Task):
 
     def write_predictions(self, model, dev, out_dir):
         """`dev_predictions.tsv`: line, gold and predicted label (or score)
-        per dev example (read by `tools/visualize.py --kind=confusion`)."""
+        per dev example (read by `tfbert.visualize.draw_confusion`, i.e.
+        `tools/visualize.py --kind=confusion`)."""
         import csv
         import os
 

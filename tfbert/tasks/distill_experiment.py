@@ -111,6 +111,7 @@ def init_student_mode(cfg):
 def task_mode(cfg, task_name, overrides=(), source="config", overwrite=False):
     from tfbert.tasks import get_task
     from tfbert.tasks.distillation import DistillationTask
+    from tfbert.tasks.finetune_experiment import task_config_of
     from tfbert.tasks.runner import finetune
     from tfbert.train.run_config import claim_model_dir
 
@@ -119,11 +120,8 @@ def task_mode(cfg, task_name, overrides=(), source="config", overwrite=False):
                                 "(--teacher: a tools/finetune.py SavedModel export).")
     if not cfg.model_dir:
         raise ValueError("Set --model_dir.")
-    task_class = get_task(task_name)
-    task_config = experiment.from_dict(task_class.config_class, cfg.task,
-                                       source=f"{source}:task", overridden=overrides,
-                                       prefix="task.")
-    task = DistillationTask(task_class(task_config), cfg.teacher, cfg.distill,
+    task_config = task_config_of(task_name, cfg.task, overrides, source)
+    task = DistillationTask(get_task(task_name)(task_config), cfg.teacher, cfg.distill,
                             augment_copies=cfg.augment_copies,
                             augment_checkpoint=cfg.augment_checkpoint or cfg.init_checkpoint,
                             seed=cfg.train.seed, transfer_file=cfg.transfer_file or None)

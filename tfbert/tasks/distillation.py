@@ -132,16 +132,10 @@ class DistillationTask(Task):
             super().__init__(config)
             task = student_task(self.config)
             self._check(task, self.config.augment_copies, self.config.augment_checkpoint)
-        c = self.config
         self.task = task
-        self.augment_copies = c.augment_copies
-        self.augment_checkpoint = c.augment_checkpoint or None
-        self.seed = c.augment_seed
-        self.teacher_export = c.teacher
-        self.distill = c.distill
         # Read now: a bad file fails before the teacher loads or training starts.
-        self.transfer_file = c.transfer_file or None
-        self.transfer_texts = read_transfer_file(task, c.transfer_file) if c.transfer_file else None
+        path = self.config.transfer_file
+        self.transfer_texts = read_transfer_file(task, path) if path else None
         self._soft = {}  # path -> teacher logits
 
     @staticmethod
@@ -174,6 +168,10 @@ class DistillationTask(Task):
             self.task.preprocessor = value
 
     @property
+    def distill(self):
+        return self.config.distill
+
+    @property
     def main_metric(self):
         return self.task.main_metric
 
@@ -190,7 +188,7 @@ class DistillationTask(Task):
         return self.task.label_list
 
     def prepare(self, preprocessor):
-        if not self.teacher_export:
+        if not self.config.teacher:
             raise ValueError("distillation needs task.teacher: the directory of the "
                              "teacher's end-to-end task SavedModel.")
         self.task.prepare(preprocessor)
@@ -242,9 +240,10 @@ class DistillationTask(Task):
             examples, targets = self.task.read(path)
             texts = self.task.text_columns(examples.text, examples.text_b)
             gold = len(targets)
-            if self.augment_copies:
-                texts["text"] += augment_texts(texts["text"], self.augment_checkpoint,
-                                               copies=self.augment_copies, seed=self.seed)
+            c = self.config
+            if c.augment_copies:
+                texts["text"] += augment_texts(texts["text"], c.augment_checkpoint,
+                                               copies=c.augment_copies, seed=c.augment_seed)
             if self.transfer_texts:
                 for key in texts:
                     texts[key] += self.transfer_texts[key]
@@ -254,9 +253,9 @@ class DistillationTask(Task):
                                                         targets.dtype)])
             weights = np.concatenate([np.ones(gold, np.float32),
                                       np.zeros(unlabelled, np.float32)])
-            soft = teacher_logits(self.teacher_export, texts)
+            soft = teacher_logits(c.teacher, texts)
             if soft.shape[1] != self.task.num_outputs:
-                raise ValueError(f"{self.teacher_export}: the teacher has {soft.shape[1]} "
+                raise ValueError(f"{c.teacher}: the teacher has {soft.shape[1]} "
                                  f"outputs, the task {self.task.num_outputs}; distil on the "
                                  "same labels.")
             self._soft[path] = (texts, targets, weights, soft)

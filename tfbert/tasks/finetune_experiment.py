@@ -109,16 +109,20 @@ def grid_settings(cfg):
             for values in itertools.product(*(axes[n] for n in names))]
 
 
+def task_config_of(task_name, settings, overrides=(), source="config"):
+    """The config of task `task_name` from the `task:` section `settings`,
+    checked; errors name `<source>:task` and the key (`task.<key>`)."""
+    return experiment.from_dict(get_task(task_name).config_class, settings,
+                                source=f"{source}:task", overridden=overrides, prefix="task.")
+
+
 def prepare_experiment(task_name, cfg, overrides=(), source="config", overwrite=False):
     """Checks everything a run needs before any work and claims `cfg.model_dir`
     (`claim_model_dir`); returns `(task config, random-init BertConfig or None)`.
     Errors are one line (ValueError, FileNotFoundError, TypeError)."""
     if not cfg.model_dir:
         raise ValueError("Set --model_dir (or model_dir in the YAML).")
-    task_class = get_task(task_name)
-    task_config = experiment.from_dict(task_class.config_class, cfg.task,
-                                       source=f"{source}:task", overridden=overrides,
-                                       prefix="task.")
+    task_config = task_config_of(task_name, cfg.task, overrides, source)
     random_init = random_init_config(cfg)
     claim_model_dir(cfg.model_dir, {"task_name": task_name, **dataclasses.asdict(cfg)},
                     overwrite=overwrite, name="finetune_config.json", write=is_chief(),

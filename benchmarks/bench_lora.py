@@ -70,14 +70,10 @@ def one_run(task, checkpoint, work, seed, rank):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _stats(values):
-    sd = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{statistics.fmean(values):.4f} +- {sd:.4f} (worst {min(values):.4f})"
-
-
 def run(tasks=tuple(TASKS), seeds=(0, 1, 2), rank=8, work=None):
     """Returns the report lines (Markdown); per-seed lines are printed as they finish."""
     from benchmarks.minilm import minilm_checkpoint
+    from benchmarks.seed_stats import format_seed_stats
 
     work = work or tempfile.mkdtemp(prefix="bench_lora_")
     checkpoint = minilm_checkpoint(work)
@@ -99,7 +95,8 @@ def run(tasks=tuple(TASKS), seeds=(0, 1, 2), rank=8, work=None):
                                 f"{runs[-1]['peak_mb']:.0f} MB, {runs[-1]['seconds']:.0f} s")
                 print(per_seed[-1], flush=True)
             lines.append(
-                f"| {task} | {mode} | {metric} {_stats([x['scores'][metric] for x in runs])} | "
+                f"| {task} | {mode} | {metric} "
+                f"{format_seed_stats([x['scores'][metric] for x in runs], 4)} | "
                 f"{runs[0]['trainable_params']:,} | {runs[0]['learning_rate']:g} | "
                 f"{statistics.median(x['step_ms'] for x in runs):.0f} | "
                 f"{max(x['peak_mb'] for x in runs):.0f} |")

@@ -456,6 +456,8 @@ def slug(label):
 def score_table(scores, runs, baseline, num_seeds):
     """Markdown rows: each source's dev accuracy on each task (mean, sd, worst
     seed) and its worst per-seed gain over `baseline` (same seeds)."""
+    from benchmarks.seed_stats import format_seed_stats
+
     tasks = list(scores)
     lines = ["| model | pretraining (updates, s) | " + " | ".join(
         f"{task}: dev acc, mean +- sd (worst) of {num_seeds} seeds" for task in tasks)
@@ -466,15 +468,10 @@ def score_table(scores, runs, baseline, num_seeds):
         done = f"{summary['step']}, {summary['seconds']:.0f}" if summary else "-"
         gains = [min(a - b for a, b in zip(scores[t][name], scores[t][baseline]))
                  for t in tasks]
-        lines.append(f"| {name} | {done} | " + " | ".join(stats(scores[t][name]) for t in tasks)
+        lines.append(f"| {name} | {done} | "
+                     + " | ".join(format_seed_stats(scores[t][name]) for t in tasks)
                      + " | " + " | ".join(f"{g:+.3f}" for g in gains) + " |")
     return lines
-
-
-def stats(scores):
-    mean = sum(scores) / len(scores)
-    sd = (sum((s - mean) ** 2 for s in scores) / max(1, len(scores) - 1)) ** 0.5
-    return f"{mean:.3f} +- {sd:.3f} (worst {min(scores):.3f})"
 
 
 def run_budgets(budgets=(15, 30, 60), seeds=(0, 1, 2), work=None, plot_path=None,

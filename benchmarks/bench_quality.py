@@ -56,7 +56,6 @@ import dataclasses
 import math
 import os
 import shutil
-import statistics
 import tempfile
 import time
 
@@ -364,12 +363,6 @@ def _sentence_transformers_run(data_dir, hf_dir, recipe, seed):
 
 # === The table ===
 
-def _stats(values):
-    mean = statistics.fmean(values)
-    sd = statistics.stdev(values) if len(values) > 1 else 0.0
-    return mean, sd, min(values)
-
-
 def run(tasks=TASK_NAMES, seeds=(0, 1, 2), work=None, hf_dir=None, reference=True,
         min_steps=None):
     """Runs every task over `seeds`; returns the report lines (Markdown)."""
@@ -381,6 +374,7 @@ def run(tasks=TASK_NAMES, seeds=(0, 1, 2), work=None, hf_dir=None, reference=Tru
         return lines + [""] + bench_rerank.run(seeds, os.path.join(work or tempfile.mkdtemp(
             prefix="bench_quality_"), "rerank"), hf_dir, min_steps)
     from benchmarks.minilm import minilm_checkpoint, minilm_hf_dir
+    from benchmarks.seed_stats import seed_stats
 
     hf_dir = hf_dir or minilm_hf_dir()
     work = work or tempfile.mkdtemp(prefix="bench_quality_")
@@ -413,11 +407,11 @@ def run(tasks=TASK_NAMES, seeds=(0, 1, 2), work=None, hf_dir=None, reference=Tru
                          f"({time.perf_counter() - start:.0f} s)")
             print(line, flush=True)
             per_seed.append(line)
-        m, sd, worst = _stats(ours)
+        m, sd, worst = seed_stats(ours)
         r = recipes[0]
         row = (f"| {name} | {metric[name]} | {len(seeds)} | {m:.4f} +- {sd:.4f} | {worst:.4f} | ")
         if theirs:
-            rm, rsd, rworst = _stats(theirs)
+            rm, rsd, rworst = seed_stats(theirs)
             row += f"{rm:.4f} +- {rsd:.4f} | {rworst:.4f} | {m - rm:+.4f} | "
         else:
             row += "- | - | - | "

@@ -41,7 +41,6 @@ import dataclasses
 import json
 import os
 import shutil
-import statistics
 import tempfile
 import time
 
@@ -119,6 +118,8 @@ def matryoshka(seeds=(0, 1, 2), work=None, hf_dir=None, min_steps=None, train_ro
     from tfbert.data.pairs import read_pairs
     from tfbert.metrics.retrieval import ranks_of_relevant, recall_at_k
 
+    from benchmarks.seed_stats import seed_stats
+
     work, checkpoint, data = _prepare(work, hf_dir, train_rows, test_rows)
     test = read_pairs(os.path.join(data, "test.jsonl"), "anchor", "positive", format="jsonl")
     queries, passages = list(test.anchor), list(test.positive)
@@ -139,7 +140,7 @@ def matryoshka(seeds=(0, 1, 2), work=None, hf_dir=None, min_steps=None, train_ro
              f"{','.join(map(str, seeds))}, train.min_steps {min_steps or 'default (300)'}", "",
              "| training | dims | recall@1 mean +- sd | worst |", "|---|---|---|---|"]
     for (name, d), values in results.items():
-        mean, sd, worst = _stats(values)
+        mean, sd, worst = seed_stats(values)
         lines.append(f"| {name} | {d} | {mean:.4f} +- {sd:.4f} | {worst:.4f} |")
     return lines
 
@@ -216,11 +217,6 @@ def _prepare(work, hf_dir=None, train_rows=None, test_rows=300, extra_train_pair
                                         extra_train_pairs)
 
 
-def _stats(values):
-    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0, \
-        min(values)
-
-
 def run(seeds=(0, 1, 2), work=None, hf_dir=None, min_steps=None, train_rows=None,
         test_rows=300, ce_min_steps=None, extra_train_pairs=0, epochs=None):
     import keras
@@ -232,6 +228,7 @@ def run(seeds=(0, 1, 2), work=None, hf_dir=None, min_steps=None, train_rows=None
     from tfbert.search import semantic_search
 
     from benchmarks.minilm import minilm_hf_dir
+    from benchmarks.seed_stats import seed_stats
 
     hf_dir = hf_dir or minilm_hf_dir()
     work, checkpoint, data = _prepare(work, hf_dir, train_rows, test_rows, extra_train_pairs)
@@ -294,8 +291,8 @@ def run(seeds=(0, 1, 2), work=None, hf_dir=None, min_steps=None, train_rows=None
              "| system | recall@1 mean +- sd | recall@1 worst | MRR@10 mean +- sd | MRR@10 worst |",
              "|---|---|---|---|---|"]
     for name, values in rows:
-        r1 = _stats([v[0] for v in values])
-        mrr = _stats([v[1] for v in values])
+        r1 = seed_stats([v[0] for v in values])
+        mrr = seed_stats([v[1] for v in values])
         lines.append(f"| {name} | {r1[0]:.4f} +- {r1[1]:.4f} | {r1[2]:.4f} | "
                      f"{mrr[0]:.4f} +- {mrr[1]:.4f} | {mrr[2]:.4f} |")
     return lines + [""] + per_seed

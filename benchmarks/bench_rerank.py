@@ -69,7 +69,11 @@ def build_data(work, checkpoint, train_rows=None, test_rows=300, extra_train_pai
     pairs = [(q, p) for _, q, p in docstring_pairs()]
     test, train = pairs[:test_rows], pairs[300:][:train_rows]
     if extra_train_pairs:
-        extra = package_docstring_pairs(exclude=pairs)[:extra_train_pairs]
+        extra = package_docstring_pairs(exclude=pairs)
+        if len(extra) < extra_train_pairs:
+            raise ValueError(f"--extra_train_pairs={extra_train_pairs}: the installed tensorflow, "
+                             f"keras and numpy give {len(extra)} pairs")
+        extra = extra[:extra_train_pairs]
         train += [(q, p) for _, q, p in extra]
     for name, rows in (("test", test), ("train", train)):
         with open(os.path.join(data, f"{name}.jsonl"), "w", encoding="utf-8") as f:
@@ -321,6 +325,10 @@ if __name__ == "__main__":
                         help="instead: recall@1 per truncate_dim with and without the "
                              "Matryoshka loss")
     args = parser.parse_args()
+    if args.extra_train_pairs < 0:
+        parser.error(f"--extra_train_pairs must be 0 or more, not {args.extra_train_pairs}")
+    if args.epochs is not None and args.epochs < 1:
+        parser.error(f"--epochs must be 1 or more, not {args.epochs}")
     if args.matryoshka:
         print("\n".join(matryoshka([int(s) for s in args.seeds.split(",")], args.work,
                                     min_steps=args.min_steps, train_rows=args.train_rows,

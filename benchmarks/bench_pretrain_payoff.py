@@ -305,9 +305,9 @@ def run(steps=(2500, 5000, 10000, 15000), seeds=(1, 2), plot_path=None, work=Non
     return lines
 
 
-def pretraining_data(work, seq_length, vocab_size=8000):
-    """Corpus, tasks, vocab and `<work>/data<seq_length>/` shards (each made
-    once); returns the shards' directory and `build_data`'s counts."""
+def corpus_and_tasks(work):
+    """The corpus and both tasks' files in `<work>` (made once); `build_data`'s
+    counts with the man-page task's."""
     import json
 
     from benchmarks.long_docs import build_long_docs
@@ -321,16 +321,27 @@ def pretraining_data(work, seq_length, vocab_size=8000):
                                              min_words=100, max_words=200)
         write_json(counts_path, counts)
     with open(counts_path, encoding="utf-8") as f:
-        counts = json.load(f)
+        return json.load(f)
+
+
+def pretraining_data(work, seq_length, vocab_size=8000):
+    """Corpus, tasks, vocab and `<work>/data<seq_length>/` shards (each made
+    once); returns the shards' directory and the counts."""
+    counts = corpus_and_tasks(work)
     if not os.path.isfile(os.path.join(work, "vocab.txt")):
         tool("build_vocab.py", f"--input_files={work}/vocab_input.txt",
              f"--output_file={work}/vocab.txt", f"--vocab_size={vocab_size}")
-    data = os.path.join(work, f"data{seq_length}")
+    return shards(work, f"data{seq_length}", f"{work}/vocab.txt", seq_length), counts
+
+
+def shards(work, name, vocab_file, seq_length, *flags):
+    """`<work>/<name>/`: the corpus's pretraining shards for `vocab_file` (made once)."""
+    data = os.path.join(work, name)
     if not os.path.isdir(data):
         tool("create_pretraining_data.py", f"--input_files={work}/corpus.txt",
-             f"--vocab_file={work}/vocab.txt", f"--output_dir={data}",
-             f"--max_seq_length={seq_length}", "--num_shards=4", "--eval_fraction=0.01")
-    return data, counts
+             f"--vocab_file={vocab_file}", f"--output_dir={data}",
+             f"--max_seq_length={seq_length}", "--num_shards=4", "--eval_fraction=0.01", *flags)
+    return data
 
 
 def pretrain_run(work, name, config, sets=(), minutes=None, steps=None, seq_length=64,
@@ -421,7 +432,7 @@ def domain_adaptation(work, minutes=30, seeds=(0, 1, 2), new_words=500):
     fine-tuned on both tasks with `seeds`, beside MiniLM fine-tuned directly."""
     from benchmarks.minilm import minilm_checkpoint
 
-    pretraining_data(work, 64)  # the corpus and the tasks
+    corpus_and_tasks(work)
     minilm = minilm_checkpoint(work)
     extended = os.path.join(work, "minilm_extended")
     if not os.path.isdir(extended):
@@ -431,12 +442,8 @@ def domain_adaptation(work, minutes=30, seeds=(0, 1, 2), new_words=500):
     sources = {"all-MiniLM-L6-v2": dict(init_checkpoint=minilm)}
     runs = {}
     for name, checkpoint in (("", minilm), ("_extended", extended)):
-        data = os.path.join(work, f"data_minilm{name}")
-        if not os.path.isdir(data):
-            tool("create_pretraining_data.py", f"--input_files={work}/corpus.txt",
-                 f"--vocab_file={checkpoint}/vocab.txt", f"--output_dir={data}",
-                 "--max_seq_length=128", "--num_shards=4", "--eval_fraction=0.01",
-                 "--next_sentence_task=none")
+        data = shards(work, f"data_minilm{name}", f"{checkpoint}/vocab.txt", 128,
+                      "--next_sentence_task=none")
         label = f"MiniLM + {minutes:g} min domain pretraining" + (
             f", {new_words} new words" if name else "")
         runs[label] = pretrain_run(work, f"domain{name}-{minutes:g}", config, minutes=minutes,

@@ -93,6 +93,37 @@ print(json.dumps({{k: v.numpy().tolist() for k, v in r.items()}}))
     np.testing.assert_allclose(served["score"], want, atol=1e-5)
 
 
+def test_mean_pooling_head_saves_reloads_and_exports(converted, tmp_path, run_python):
+    base = CrossEncoder.from_pretrained(converted, seq_length=48)
+    model = CrossEncoder.from_encoder(base.model.encoder, base.preprocessor, pooling="mean")
+    pairs = [(QUERY, p) for p in PASSAGES]
+    want = model.predict(pairs, activation=None)
+    assert np.std(want) > 1e-3 and np.abs(want - base.predict(pairs, activation=None)).max() > 1e-3
+    saved = model.save_pretrained(str(tmp_path / "saved"))
+    assert json.loads((tmp_path / "saved" / "config.json").read_text())["cross_encoder"] == {
+        "max_seq_length": 48, "pooling": "mean"}
+    again = CrossEncoder.from_pretrained(saved)
+    assert again.model.pooling == "mean"
+    np.testing.assert_allclose(again.predict(pairs, activation=None), want, atol=1e-5)
+    export = again.export(str(tmp_path / "export"))
+    out = run_python(f"""
+import json, tensorflow as tf, tensorflow_text
+sig = tf.saved_model.load({export!r}).signatures["serving_default"]
+r = sig(query=tf.constant({json.dumps([q for q, _ in pairs])}),
+        passage=tf.constant({json.dumps([p for _, p in pairs])}))
+print(json.dumps(r["logits"].numpy().tolist()))
+""")
+    np.testing.assert_allclose(json.loads(out.strip().splitlines()[-1]), want, atol=1e-5)
+    # A config naming a pooling this version does not have: one line.
+    config = json.loads((tmp_path / "saved" / "config.json").read_text())
+    config["cross_encoder"]["pooling"] = "max"
+    (tmp_path / "saved" / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=r"config.json: cross_encoder.pooling is 'max'; it must "
+                                         r"be one of \['cls', 'mean'\]") as e:
+        CrossEncoder.from_pretrained(saved)
+    assert "\n" not in str(e.value)
+
+
 def test_bad_input_is_one_clear_line(converted, tmp_path):
     model = CrossEncoder.from_pretrained(converted, seq_length=32)
     cases = [

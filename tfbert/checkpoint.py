@@ -7,7 +7,7 @@
                                "sentence": {pooling, normalize, max_seq_length,
                                             dense_units, dense_activation} (optional:
                                             SentenceEncoder settings),
-                               "cross_encoder": {max_seq_length} (optional)}
+                               "cross_encoder": {max_seq_length, pooling} (optional)}
     <dir>/model.safetensors  weights by name: "encoder/<encoder weight name>",
                              and optional heads "mlm/...", "nsp/...",
                              "sentence_dense/..." (SentenceEncoder dense layer),
@@ -47,7 +47,7 @@ class Checkpoint:
     weights: dict
     source: str = ""
     sentence: dict = None  # SentenceEncoder settings, when the checkpoint has them
-    cross_encoder: dict = None  # CrossEncoder settings (max_seq_length), when it has them
+    cross_encoder: dict = None  # CrossEncoder settings (max_seq_length, pooling), when it has them
 
     @property
     def vocab_file(self):
@@ -94,7 +94,7 @@ def save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
     `encoder_weights`: `{name: array}` as `BertEncoder.get_named_weights()`.
     `head_weights`: optional `{"mlm": {...}, "nsp": {...}}`.
     `sentence`: optional `SentenceEncoder` settings (pooling, normalize, ...).
-    `cross_encoder`: optional `CrossEncoder` settings (max_seq_length).
+    `cross_encoder`: optional `CrossEncoder` settings (max_seq_length, pooling).
     """
     if not os.path.isfile(vocab_file):
         raise FileNotFoundError(f"Vocabulary file not found: {vocab_file}")

@@ -31,7 +31,7 @@ import tensorflow as tf
 
 from tfbert import checkpoint
 from tfbert.encoder import BertEncoder
-from tfbert.models.classifier import BertClassifier
+from tfbert.models.classifier import POOLING, BertClassifier
 from tfbert.text.packer import trim_to_longest
 from tfbert.text.preprocessor import BertPreprocessor
 
@@ -64,9 +64,11 @@ class CrossEncoder:
             reduce_retracing=True)
 
     @classmethod
-    def from_encoder(cls, encoder, preprocessor, dropout=0.1, **kwargs):
-        """A fresh (untrained) head on `encoder`."""
-        return cls(BertClassifier(encoder, num_classes=1, dropout=dropout), preprocessor, **kwargs)
+    def from_encoder(cls, encoder, preprocessor, dropout=0.1, pooling="cls", **kwargs):
+        """A fresh (untrained) head on `encoder`, on [CLS]'s pooler or the mean of
+        the token states (`pooling`: "cls" or "mean")."""
+        return cls(BertClassifier(encoder, num_classes=1, dropout=dropout, pooling=pooling),
+                   preprocessor, **kwargs)
 
     # === Scoring ===
 
@@ -142,7 +144,11 @@ class CrossEncoder:
         seq_length = seq_length or settings.get("max_seq_length") or DEFAULT_SEQ_LENGTH
         seq_length = min(int(seq_length), ckpt.config.max_position_embeddings)
         preprocessor = BertPreprocessor.from_pretrained(path, seq_length=seq_length)
-        model = BertClassifier(encoder, num_classes=1)
+        pooling = settings.get("pooling", "cls")
+        if pooling not in POOLING:
+            raise ValueError(f"{os.path.join(path, checkpoint.CONFIG_FILE)}: cross_encoder.pooling is {pooling!r}; "
+                             f"it must be one of {list(POOLING)}.")
+        model = BertClassifier(encoder, num_classes=1, pooling=pooling)
         checkpoint.assign_weights({"kernel": model.get_layer("logits").kernel,
                                    "bias": model.get_layer("logits").bias},
                                   head, ckpt.weights_path, "cross-encoder head")

@@ -84,11 +84,19 @@ print(json.dumps(r["score"].numpy().tolist()))
                                atol=1e-5)
 
 
-@pytest.mark.parametrize("rows, loss", [("pointwise", None), ("listwise", "bce")])
-def test_bce_on_pointwise_and_listwise_rows(tmp_path, request, rows, loss):
-    result = run(tmp_path, request.getfixturevalue(rows), rows, **({"loss": loss} if loss else {}))
+@pytest.mark.parametrize("rows, loss, pooling", [("pointwise", None, "cls"),
+                                                  ("listwise", "bce", "mean")])
+def test_bce_on_pointwise_and_listwise_rows(tmp_path, request, rows, loss, pooling):
+    result = run(tmp_path, request.getfixturevalue(rows), rows, pooling=pooling,
+                 **({"loss": loss} if loss else {}))
     assert result.task.loss_name == "bce"
     assert 0.0 <= result.dev_scores[-1]["mrr_at_10"] <= 1.0
+    # The head's pooling travels with the model_dir.
+    loaded = CrossEncoder.from_pretrained(str(tmp_path / rows))
+    assert loaded.model.pooling == pooling
+    pairs = [(q, p) for q, p in PAIRS]
+    want = result.task.predict(result.model, [q for q, _ in pairs], [p for _, p in pairs])
+    np.testing.assert_allclose(loaded.predict(pairs), want["score"], atol=1e-5)
 
 
 def test_rows_reader_and_task_errors(tmp_path, pointwise, listwise):
@@ -117,6 +125,9 @@ def test_rows_reader_and_task_errors(tmp_path, pointwise, listwise):
     with pytest.raises(ValueError, match=r"task cross_encoder: loss: must be one of "
                                          r"\['softmax', 'bce'\], got 'hinge'"):
         get_task("cross_encoder")({"loss": "hinge"})
+    with pytest.raises(ValueError, match=r"task cross_encoder: pooling: must be one of "
+                                         r"\['cls', 'mean'\], got 'max'"):
+        get_task("cross_encoder")({"pooling": "max"})
 
 
 def test_rerank_metrics_ties_count_against_the_query():

@@ -2,12 +2,15 @@
 
 import keras
 
-from tfbert.models.encoder_model import EncoderModel
+from tfbert.models.encoder_model import EncoderModel, masked_mean
+
+POOLING = ("cls", "mean")
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
 class BertClassifier(EncoderModel):
-    """A `BertEncoder` with dropout + dense over `pooled_output` ([CLS]).
+    """A `BertEncoder` with dropout + dense over `pooled_output` ([CLS]), or over
+    the mean of the token states.
 
     Inputs: the encoder's dict of int32 `[batch, seq]` tensors. Output: float32
     logits `[batch, num_classes]` (`num_classes=1` for regression: the output
@@ -19,6 +22,10 @@ class BertClassifier(EncoderModel):
         dropout: dropout rate before the dense layer (BERT uses 0.1).
         initializer_range: stddev of the head's truncated-normal init
             (default: the encoder's).
+        pooling: "cls" (BERT's pooler: dense + tanh on [CLS], as transformers'
+            `BertForSequenceClassification`) or "mean" (the mean of the last
+            layer's real tokens: for an encoder whose pooler was never trained,
+            such as a sentence-transformers checkpoint).
 
     Example:
     >>> encoder = BertEncoder(BertConfig.from_preset("tiny", vocab_size=100))
@@ -29,10 +36,13 @@ class BertClassifier(EncoderModel):
     TensorShape([1, 3])
     """
 
-    def __init__(self, encoder, num_classes, dropout=0.1, initializer_range=None, **kwargs):
+    def __init__(self, encoder, num_classes, dropout=0.1, initializer_range=None,
+                 pooling="cls", **kwargs):
         self.check_encoder(encoder, "BertClassifier")
         if int(num_classes) < 1:
             raise ValueError(f"num_classes must be >= 1, got {num_classes}.")
+        if pooling not in POOLING:
+            raise ValueError(f"pooling must be one of {list(POOLING)}, got {pooling!r}.")
         if initializer_range is None:
             initializer_range = encoder.config.initializer_range
 
@@ -40,9 +50,17 @@ class BertClassifier(EncoderModel):
         head_dropout = keras.layers.Dropout(dropout, name="classifier_dropout")
         logits_layer = self.dense_head(num_classes, initializer_range, "logits")
 
+        if pooling == "mean":
+            # The pooler gets no gradient: freezing it keeps the optimizer from warning.
+            encoder.pooler.trainable = False
+
         # === Functional model ===
         inputs = self.encoder_inputs()
-        pooled = encoder(inputs)["pooled_output"]
+        outputs = encoder(inputs)
+        if pooling == "mean":
+            pooled = masked_mean(outputs["sequence_output"], inputs["input_mask"])
+        else:
+            pooled = outputs["pooled_output"]
         logits = logits_layer(head_dropout(pooled))
         kwargs.setdefault("name", "bert_classifier")
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
@@ -52,7 +70,8 @@ class BertClassifier(EncoderModel):
         self.num_classes = int(num_classes)
         self.dropout = dropout
         self.initializer_range = initializer_range
+        self.pooling = pooling
 
     def head_config(self):
         return {"num_classes": self.num_classes, "dropout": self.dropout,
-                "initializer_range": self.initializer_range}
+                "initializer_range": self.initializer_range, "pooling": self.pooling}

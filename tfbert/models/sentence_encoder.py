@@ -10,6 +10,7 @@ from keras import ops
 
 from tfbert import checkpoint
 from tfbert.encoder import INPUT_NAMES, BertEncoder
+from tfbert.models.encoder_model import masked_mean
 from tfbert.text.packer import trim_to_longest
 from tfbert.text.preprocessor import BertPreprocessor
 from tfbert.text.windows import (WINDOW_MODES, count_windows, pack_windows, pool_windows,
@@ -86,8 +87,7 @@ class SentenceEncoder(keras.Model):
             # Padding must never win the max (sentence-transformers sets it to -1e9).
             pooled = ops.max(tokens + (mask - 1.0) * 1e9, axis=1)
         else:
-            count = ops.maximum(ops.sum(mask, axis=1), 1e-9)  # as sentence-transformers clamps
-            pooled = ops.sum(tokens * mask, axis=1) / count
+            pooled = masked_mean(tokens, inputs["input_mask"])
         embedding = dense(pooled) if dense is not None else pooled
         if normalize:
             # x / max(|x|, 1e-12): torch.nn.functional.normalize, which ST's Normalize uses.

@@ -48,6 +48,7 @@ from tfbert.data.rerank_rows import read_rerank_rows
 from tfbert.experiment import at_least, in_range, one_of, validate
 from tfbert.losses.listwise import ListwiseLoss
 from tfbert.metrics import retrieval
+from tfbert.models.classifier import POOLING, BertClassifier
 from tfbert.tasks.classification import ClassificationTask
 from tfbert.tasks.base import Task
 
@@ -68,6 +69,8 @@ class CrossEncoderConfig:
     seq_length: int = at_least(3, 128)
     bucketing: bool = True  # pad each batch to a bucket of its longest pair
     dropout: float = in_range(0.0, 1.0, 0.1, high_open=True)
+    # The head reads [CLS]'s pooler (cls) or the mean of the pair's token states (mean).
+    pooling: str = one_of(POOLING, "cls")
     main_metric: str = one_of(("mrr_at_10", "recall_at_1"), "mrr_at_10")
 
     def __post_init__(self):
@@ -170,6 +173,10 @@ class CrossEncoderTask(ClassificationTask):
 
     # === Model and training ===
 
+    def build_model(self, encoder):
+        return BertClassifier(encoder, num_classes=1, dropout=self.config.dropout,
+                              pooling=self.config.pooling)
+
     def build_trainable(self, model, optimizer, train):
         if self.kind != "listwise":
             return super().build_trainable(model, optimizer, train)
@@ -268,4 +275,5 @@ def save_cross_encoder(model, preprocessor, out_dir, source="tfbert.CrossEncoder
             preprocessor.lower_case,
             head_weights={"classifier": {"kernel": head.kernel.numpy(),
                                          "bias": head.bias.numpy()}},
-            source=source, cross_encoder={"max_seq_length": preprocessor.seq_length})
+            source=source, cross_encoder={"max_seq_length": preprocessor.seq_length,
+                                          "pooling": model.pooling})

@@ -55,7 +55,8 @@ MATRYOSHKA_DIMS = (384, 256, 128, 64)
 
 
 def build_data(work, checkpoint, train_rows=None, test_rows=300, extra_train_pairs=0):
-    """Writes train/test pair files and the mined rows; returns their directory.
+    """Writes train/test pair files and the mined rows; returns their directory
+    (reused when `work` has them built for the same arguments).
     `extra_train_pairs`: that many docstring pairs of the installed tensorflow,
     keras and numpy join the training rows (none repeats a stdlib pair)."""
     from tfbert.datasets.docstring_pairs import docstring_pairs, package_docstring_pairs
@@ -63,9 +64,16 @@ def build_data(work, checkpoint, train_rows=None, test_rows=300, extra_train_pai
     from tfbert.mining import mine_hard_negatives, write_rows
 
     data = os.path.join(work, "data")
-    if os.path.isfile(os.path.join(data, "done")):
-        return data
-    os.makedirs(data, exist_ok=True)
+    settings = {"train_rows": train_rows, "test_rows": test_rows,
+                "extra_train_pairs": extra_train_pairs}
+    done = os.path.join(data, "done.json")
+    if os.path.isfile(done):
+        with open(done, encoding="utf-8") as f:
+            if json.load(f)["settings"] == settings:
+                return data
+    # Built for other flags (or not finished): build again.
+    shutil.rmtree(data, ignore_errors=True)
+    os.makedirs(data)
     pairs = [(q, p) for _, q, p in docstring_pairs()]
     test, train = pairs[:test_rows], pairs[300:][:train_rows]
     if extra_train_pairs:
@@ -90,8 +98,9 @@ def build_data(work, checkpoint, train_rows=None, test_rows=300, extra_train_pai
     write_rows(hardest, os.path.join(data, "bi_mined.jsonl"), "triplet")
     test_mined = mine_hard_negatives(test, encoder=model, num_negatives=3, range_max=30)
     write_rows(test_mined, os.path.join(data, "ce_test.jsonl"), "listwise")
-    with open(os.path.join(data, "done"), "w") as f:
-        f.write(f"{len(mined)} mined train rows of {len(train)}\n")
+    with open(done, "w", encoding="utf-8") as f:  # written last: the rows above are complete
+        json.dump({"settings": settings, "mined_train_rows": len(mined),
+                   "train_rows": len(train)}, f)
     return data
 
 
@@ -149,17 +158,22 @@ def matryoshka(seeds=(0, 1, 2), work=None, hf_dir=None, min_steps=None, train_ro
     return lines
 
 
-def tfbert_cross_encoder_run(data, checkpoint, seed, work, min_steps=None, epochs=None):
+def tfbert_cross_encoder_run(data, checkpoint, seed, work, min_steps=None, epochs=None,
+                             pooling="cls"):
     from tfbert.tasks.cross_encoder import CrossEncoderTask
     from tfbert.tasks.runner import TrainConfig, finetune
 
     task = CrossEncoderTask(dict(train_file=os.path.join(data, "ce_train.jsonl"),
                                  dev_file=os.path.join(data, "ce_test.jsonl"),
-                                 seq_length=SEQ_LENGTH))
+                                 seq_length=SEQ_LENGTH, pooling=pooling))
     model_dir = os.path.join(work, f"ce_{seed}")
     shutil.rmtree(model_dir, ignore_errors=True)
+    # With the epochs given there is nothing to choose: every row trains and the last
+    # epoch is kept, as in the reference's loop (the same rows on both sides).
+    holdout = {"validation_fraction": 0.0} if epochs else {}
     result = finetune(task, TrainConfig(seed=seed, verbose=0, min_steps=min_steps, epochs=epochs,
-                                        jit_compile=JIT), model_dir, init_checkpoint=checkpoint)
+                                        jit_compile=JIT, **holdout),
+                      model_dir, init_checkpoint=checkpoint)
     recipe = {k: result.summary[k] for k in ("learning_rate", "batch_size", "epochs")}
     recipe["best_epoch"] = result.best_epoch
     return model_dir, recipe
@@ -222,7 +236,7 @@ def _prepare(work, hf_dir=None, train_rows=None, test_rows=300, extra_train_pair
 
 
 def run(seeds=(0, 1, 2), work=None, hf_dir=None, min_steps=None, train_rows=None,
-        test_rows=300, ce_min_steps=None, extra_train_pairs=0, epochs=None):
+        test_rows=300, ce_min_steps=None, extra_train_pairs=0, epochs=None, ce_pooling="cls"):
     import keras
     import numpy as np
 
@@ -251,7 +265,8 @@ def run(seeds=(0, 1, 2), work=None, hf_dir=None, min_steps=None, train_rows=None
         results["inbatch"].append(metrics(ranks_of_relevant(q_emb, p_emb)))
         retrieved = semantic_search(q_emb, p_emb, top_k=RERANK_K)
         model_dir, recipe = tfbert_cross_encoder_run(data, checkpoint, seed, work,
-                                                      ce_min_steps or min_steps, epochs)
+                                                      ce_min_steps or min_steps, epochs,
+                                                      ce_pooling)
         ce = CrossEncoder.from_pretrained(model_dir)
         results["tfbert_ce"].append(metrics(ranks_after_rerank(
             queries, passages, retrieved, lambda p: ce.predict(p, batch_size=64))))
@@ -282,7 +297,8 @@ def run(seeds=(0, 1, 2), work=None, hf_dir=None, min_steps=None, train_rows=None
     rows = [("MiniLM pretrained, no training (1 run)", [base]),
             ("bi-encoder, in-batch negatives", results["inbatch"]),
             ("bi-encoder, in-batch + mined hard negative", results["mined"]),
-            (f"in-batch bi-encoder + tfbert cross-encoder rerank (top {RERANK_K})",
+            (f"in-batch bi-encoder + tfbert cross-encoder ({ce_pooling} pooling) rerank "
+             f"(top {RERANK_K})",
              results["tfbert_ce"]),
             (f"in-batch bi-encoder + sentence-transformers CrossEncoder rerank (top {RERANK_K})",
              results["st_ce"])]
@@ -321,6 +337,9 @@ if __name__ == "__main__":
                              "keras and numpy to the training rows")
     parser.add_argument("--epochs", type=int, default=None,
                         help="epochs of every run (default: the recipe's)")
+    parser.add_argument("--ce_pooling", choices=("cls", "mean"), default="cls",
+                        help="tfbert cross-encoder head: on [CLS]'s pooler or the mean of "
+                             "the pair's token states (task.pooling)")
     parser.add_argument("--matryoshka", action="store_true",
                         help="instead: recall@1 per truncate_dim with and without the "
                              "Matryoshka loss")
@@ -337,4 +356,5 @@ if __name__ == "__main__":
     print("\n".join(run([int(s) for s in args.seeds.split(",")], args.work,
                         min_steps=args.min_steps, train_rows=args.train_rows,
                         test_rows=args.test_rows, ce_min_steps=args.ce_min_steps,
-                        extra_train_pairs=args.extra_train_pairs, epochs=args.epochs)))
+                        extra_train_pairs=args.extra_train_pairs, epochs=args.epochs,
+                        ce_pooling=args.ce_pooling)))

@@ -6,7 +6,8 @@ sentence-transformers does for a one-label model; `activation=None` gives
 the logits), and `rank(query, passages, top_k)` gives
 `[{"corpus_id": int, "score": float}, ...]` best first. Underneath it is the
 one-output pair classifier of `tfbert.tasks.cross_encoder` (a
-`BertClassifier` on [CLS]); texts are packed as `[CLS] query [SEP] passage
+`BertClassifier` on [CLS]'s pooler, or on the mean of the token states when the
+checkpoint says `pooling: mean`); texts are packed as `[CLS] query [SEP] passage
 [SEP]` and each batch padded to its longest pair.
 
 `from_pretrained(dir)` reads a tfbert checkpoint with a `classifier` head
@@ -146,8 +147,8 @@ class CrossEncoder:
         preprocessor = BertPreprocessor.from_pretrained(path, seq_length=seq_length)
         pooling = settings.get("pooling", "cls")
         if pooling not in POOLING:
-            raise ValueError(f"{os.path.join(path, checkpoint.CONFIG_FILE)}: cross_encoder.pooling is {pooling!r}; "
-                             f"it must be one of {list(POOLING)}.")
+            raise ValueError(f"{os.path.join(path, checkpoint.CONFIG_FILE)}: cross_encoder."
+                             f"pooling is {pooling!r}; it must be one of {list(POOLING)}.")
         model = BertClassifier(encoder, num_classes=1, pooling=pooling)
         checkpoint.assign_weights({"kernel": model.get_layer("logits").kernel,
                                    "bias": model.get_layer("logits").bias},

@@ -3,7 +3,8 @@
 The model is the pair classifier of `tfbert.tasks.classification` with one
 output (`BertClassifier(num_classes=1)` on [CLS] of `[CLS] query [SEP]
 passage [SEP]`, as transformers' `BertForSequenceClassification` with
-`num_labels=1`); this task is `ClassificationTask` with the inputs named
+`num_labels=1`; `pooling: mean` puts the head on the mean of the token states);
+this task is `ClassificationTask` with the inputs named
 `query`/`passage`, a reranking loss and a reranking dev metric.
 
 Training rows (JSONL, `tfbert.data.rerank_rows`):

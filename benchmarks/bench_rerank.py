@@ -54,6 +54,10 @@ JIT = os.environ.get("BENCH_RERANK_XLA", "0") == "1"
 MATRYOSHKA_DIMS = (384, 256, 128, 64)
 
 
+class NotEnoughPairs(ValueError):
+    """`--extra_train_pairs` asks for more pairs than the installed packages give."""
+
+
 def build_data(work, checkpoint, train_rows=None, test_rows=300, extra_train_pairs=0):
     """Writes train/test pair files and the mined rows; returns their directory
     (reused when `work` has them built for the same arguments).
@@ -79,8 +83,8 @@ def build_data(work, checkpoint, train_rows=None, test_rows=300, extra_train_pai
     if extra_train_pairs:
         extra = package_docstring_pairs(exclude=pairs)
         if len(extra) < extra_train_pairs:
-            raise ValueError(f"--extra_train_pairs={extra_train_pairs}: the installed tensorflow, "
-                             f"keras and numpy give {len(extra)} pairs")
+            raise NotEnoughPairs(f"--extra_train_pairs={extra_train_pairs}: the installed "
+                                 f"tensorflow, keras and numpy give {len(extra)} pairs")
         extra = extra[:extra_train_pairs]
         train += [(q, p) for _, q, p in extra]
     for name, rows in (("test", test), ("train", train)):
@@ -353,8 +357,12 @@ if __name__ == "__main__":
                                     min_steps=args.min_steps, train_rows=args.train_rows,
                                     test_rows=args.test_rows)))
         sys.exit(0)
-    print("\n".join(run([int(s) for s in args.seeds.split(",")], args.work,
-                        min_steps=args.min_steps, train_rows=args.train_rows,
-                        test_rows=args.test_rows, ce_min_steps=args.ce_min_steps,
-                        extra_train_pairs=args.extra_train_pairs, epochs=args.epochs,
-                        ce_pooling=args.ce_pooling)))
+    try:
+        lines = run([int(s) for s in args.seeds.split(",")], args.work,
+                    min_steps=args.min_steps, train_rows=args.train_rows,
+                    test_rows=args.test_rows, ce_min_steps=args.ce_min_steps,
+                    extra_train_pairs=args.extra_train_pairs, epochs=args.epochs,
+                    ce_pooling=args.ce_pooling)
+    except NotEnoughPairs as e:
+        parser.error(str(e))
+    print("\n".join(lines))

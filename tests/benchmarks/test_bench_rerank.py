@@ -1,4 +1,5 @@
-"""benchmarks/bench_rerank.py: bad flags fail with one line before any work."""
+"""benchmarks/bench_rerank.py: bad flags fail with one line (before any work where the
+flag alone shows it)."""
 
 import subprocess
 import sys
@@ -21,3 +22,16 @@ def test_a_bad_flag_is_one_line(tmp_path, flag, message):
     assert message in run.stderr.strip().splitlines()[-1]
     assert "Traceback" not in run.stderr
     assert not any(tmp_path.iterdir())  # nothing converted or written
+
+
+@pytest.mark.slow
+def test_more_package_pairs_than_installed_is_one_line(tmp_path):
+    # Parses the installed tensorflow, keras and numpy sources (about a minute).
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_rerank.py"),
+                          "--extra_train_pairs=10000000", f"--work={tmp_path}"],
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 2, run.stderr[-2000:]
+    last = run.stderr.strip().splitlines()[-1]
+    assert "--extra_train_pairs=10000000: the installed tensorflow, keras and numpy give" in last
+    assert "Traceback" not in run.stderr
+    assert not (tmp_path / "data" / "done.json").exists()  # no rows left as if built

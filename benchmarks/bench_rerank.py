@@ -5,6 +5,7 @@ r"""Retrieval quality over seeds: the bi-encoder alone, + tfbert's cross-encoder
     python benchmarks/bench_rerank.py --seeds=0,1,2 --work=/tmp/br
     python benchmarks/bench_rerank.py --matryoshka --seeds=0,1,2 --work=/tmp/brm
     python benchmarks/bench_rerank.py --extra_train_pairs=3000 --epochs=1 --seeds=0 --work=/tmp/br2
+    python benchmarks/bench_rerank.py --extra_train_pairs=3000 --epochs=1 --ce_pooling=mean ...
 
 Data: the docstring (summary line, rest of the paragraph) pairs of
 `tfbert.datasets.docstring_pairs`: queries are summary lines, not copies of the passages.
@@ -12,7 +13,8 @@ The first 300 are the test set (300 queries against their 300 passages), the
 other 879 train. `--extra_train_pairs=N` adds N pairs made by the same rule from
 the installed tensorflow, keras and numpy sources to the training rows
 (`package_docstring_pairs`; none repeats a standard-library pair), for a training
-set 4-8x larger. Everything starts from all-MiniLM-L6-v2.
+set 4-8x larger. Everything starts from all-MiniLM-L6-v2. The rows are built once per
+`--work` directory and rebuilt when these flags change.
 
 1. Mining (once, `tfbert.mining`): the pretrained MiniLM's most similar train
    passages that are not the positive (ranks 0-30, below 0.95 x the positive's
@@ -23,7 +25,9 @@ set 4-8x larger. Everything starts from all-MiniLM-L6-v2.
    - bi-encoder, in-batch negatives only (`sentence_embedding`, ranking loss);
    - bi-encoder, in-batch + the mined negative (same loss, `negative_column`);
    - tfbert cross-encoder (`cross_encoder`, listwise softmax over the positive
-     and 3 mined negatives);
+     and 3 mined negatives; head on [CLS]'s pooler, `--ce_pooling=mean`: on the
+     mean of the token states). With `--epochs` given there is no epoch to
+     choose, and it trains on every row, as the reference does;
    - sentence-transformers `CrossEncoder` from the same weights on the same rows,
      the same listwise softmax, at tfbert's chosen learning rate, batch size and
      epochs (torch AdamW, 10% warmup + linear decay, clipping 1, dropout 0.1,

@@ -2,13 +2,7 @@
 (The benchmark itself runs for hours: docs/quality.md has its figures; its QA
 path runs in tests/benchmarks/test_bench_quality_squad.py.)"""
 
-import pathlib
-import subprocess
-import sys
-
 import pytest
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("flag, words", [
@@ -16,10 +10,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
     ("--seeds=zero", "--seeds: comma-separated non-negative integers"),
     ("--tasks=squad,qa", "--tasks: a comma-separated subset of squad,docstrings"),
 ])
-def test_a_bad_flag_is_one_line(tmp_path, flag, words):
-    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_quality.py"), flag,
-                             f"--work={tmp_path / 'work'}"], capture_output=True, text=True,
-                            timeout=120)
+def test_a_bad_flag_is_one_line(tmp_path, run_benchmark, flag, words):
+    result = run_benchmark("bench_quality.py", flag, f"--work={tmp_path / 'work'}", timeout=120)
     assert result.returncode != 0
     assert words in result.stderr
     assert "Traceback" not in result.stderr, result.stderr[-2000:]

@@ -1,13 +1,7 @@
 """benchmarks/bench_rerank.py: bad flags fail with one line (before any work where the
 flag alone shows it)."""
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("flag, message", [
@@ -15,9 +9,8 @@ ROOT = Path(__file__).resolve().parents[2]
     ("--epochs=0", "--epochs must be 1 or more, not 0"),
     ("--ce_pooling=max", "argument --ce_pooling: invalid choice: 'max'"),
 ])
-def test_a_bad_flag_is_one_line(tmp_path, flag, message):
-    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_rerank.py"), flag,
-                          f"--work={tmp_path}"], capture_output=True, text=True, timeout=300)
+def test_a_bad_flag_is_one_line(tmp_path, run_benchmark, flag, message):
+    run = run_benchmark("bench_rerank.py", flag, f"--work={tmp_path}")
     assert run.returncode == 2
     assert message in run.stderr.strip().splitlines()[-1]
     assert "Traceback" not in run.stderr
@@ -25,11 +18,10 @@ def test_a_bad_flag_is_one_line(tmp_path, flag, message):
 
 
 @pytest.mark.slow
-def test_more_package_pairs_than_installed_is_one_line(tmp_path):
+def test_more_package_pairs_than_installed_is_one_line(tmp_path, run_benchmark):
     # Parses the installed tensorflow, keras and numpy sources (about a minute).
-    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_rerank.py"),
-                          "--extra_train_pairs=10000000", f"--work={tmp_path}"],
-                         capture_output=True, text=True, timeout=900)
+    run = run_benchmark("bench_rerank.py", "--extra_train_pairs=10000000", f"--work={tmp_path}",
+                        timeout=900)
     assert run.returncode == 2, run.stderr[-2000:]
     last = run.stderr.strip().splitlines()[-1]
     assert "--extra_train_pairs=10000000: the installed tensorflow, keras and numpy give" in last

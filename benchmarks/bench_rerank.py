@@ -331,6 +331,8 @@ if __name__ == "__main__":
     import sys
 
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from tfbert.models.classifier import POOLING
+
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--work", default=None)
@@ -345,7 +347,7 @@ if __name__ == "__main__":
                              "keras and numpy to the training rows")
     parser.add_argument("--epochs", type=int, default=None,
                         help="epochs of every run (default: the recipe's)")
-    parser.add_argument("--ce_pooling", choices=("cls", "mean"), default="cls",
+    parser.add_argument("--ce_pooling", choices=POOLING, default="cls",
                         help="tfbert cross-encoder head: on [CLS]'s pooler or the mean of "
                              "the pair's token states (task.pooling)")
     parser.add_argument("--matryoshka", action="store_true",

@@ -125,3 +125,24 @@ def test_write_json_to_a_url_goes_through_gfile_and_a_rename():
     with tf.io.gfile.GFile(path) as f:
         assert f.read() == '{\n  "a": 2\n}'
     assert tf.io.gfile.listdir("ram://atomic-test/out") == ["meta.json"]
+
+
+@pytest.mark.parametrize("target", ["", ".", "..", None])
+def test_the_current_directory_and_its_parents_are_never_replaced(tmp_path, monkeypatch, target):
+    """An export to "" once replaced a whole working tree (the current directory)."""
+    work = tmp_path / "work"
+    (work / "src").mkdir(parents=True)
+    (work / "src" / "keep.txt").write_text("mine")
+    monkeypatch.chdir(work / "src")
+    with pytest.raises(DestinationError, match=r"empty|Refusing to replace"):
+        with atomic_dir(target):
+            pass
+    assert (work / "src" / "keep.txt").read_text() == "mine"
+    assert sorted(p.name for p in work.iterdir()) == ["src"]
+
+
+def test_a_new_directory_below_the_current_one_is_written(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with atomic_dir("export") as tmp:
+        open(os.path.join(tmp, "saved_model.pb"), "w").close()
+    assert os.listdir(tmp_path / "export") == ["saved_model.pb"]

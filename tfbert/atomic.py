@@ -48,6 +48,9 @@ def atomic_dir(out_dir):
     the temporary directory's 0700), so e.g. a TF Serving process running as
     another user can read it. Stale temporaries of killed runs are removed.
 
+    `out_dir` is checked first (`check_replaceable`): the current directory
+    and its parents are never replaced.
+
     Example:
     >>> import tempfile
     >>> out = os.path.join(tempfile.mkdtemp(), "artifact")
@@ -55,8 +58,12 @@ def atomic_dir(out_dir):
     ...     open(os.path.join(tmp, "f.txt"), "w").close()
     >>> os.listdir(out)
     ['f.txt']
+    >>> with atomic_dir(""):
+    ...     pass
+    Traceback (most recent call last):
+    tfbert.atomic.DestinationError: The output directory is empty: name a directory to write (an empty path would replace the current directory).
     """
-    out_dir = os.path.abspath(out_dir)
+    out_dir = check_replaceable(out_dir)
     parent = os.path.dirname(out_dir)
     base = os.path.basename(out_dir)
     try:
@@ -75,6 +82,25 @@ def atomic_dir(out_dir):
         raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check_replaceable(out_dir):
+    """The absolute path of `out_dir`, refused (one `DestinationError`) when
+    replacing it would delete what the user did not ask to replace: an empty
+    path (it means the current directory), the current directory or one of its
+    parents, the filesystem root or the home directory. An export to "" once
+    replaced a whole working tree this way."""
+    if out_dir is None or not str(os.fspath(out_dir)).strip():
+        raise DestinationError("The output directory is empty: name a directory to write "
+                               "(an empty path would replace the current directory).")
+    path = os.path.abspath(out_dir)
+    cwd = os.path.abspath(os.getcwd())
+    protected = {os.path.abspath(os.sep), os.path.abspath(os.path.expanduser("~"))}
+    if path in protected or cwd == path or cwd.startswith(path.rstrip(os.sep) + os.sep):
+        raise DestinationError(f"Refusing to replace {path}: it is the current directory, one "
+                               "of its parents, the root or the home directory; write the "
+                               "output into a new directory below it.")
+    return path
 
 
 def _umask():

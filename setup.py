@@ -42,12 +42,12 @@ setup(
         "tensorflow-serving-api>=2.21,<2.22",
     ],
     extras_require={
-        # Pretraining data beyond one machine (tfbert/data/pretraining_beam.py).
+        # Pretraining data beyond one machine (tfbert/data/pretraining/beam.py).
         # Its own environment in .ci/run: apache-beam pins protobuf below the
         # version TensorFlow's test stack installs.
         # dask[distributed]: the DaskRunner tests (a real 2-process LocalCluster).
         "beam": ["apache-beam>=2.60", "dask[distributed]"],
-        # tfbert.index: approximate nearest-neighbour search (FAISS HNSW).
+        # tfbert.retrieval.index: approximate nearest-neighbour search (FAISS HNSW).
         "index": ["faiss-cpu>=1.8"],
         # tools/benchmark.py --peers: the keras-hub, PyTorch, transformers and
         # tokenizers peers (keras-hub only here: the library does not use it).
@@ -80,7 +80,7 @@ setup(
             "ai-edge-litert>=2.3",
             # tests/test_docs.py: runs every example in README.md and docs/.
             "sybil>=9",
-            # tfbert.index (approximate search over sentence embeddings).
+            # tfbert.retrieval.index (approximate search over sentence embeddings).
             "faiss-cpu>=1.8",
         ],
         # The documentation site: `mkdocs serve` / `mkdocs build --strict` (mkdocs.yml).

@@ -9,17 +9,17 @@ docstrings, the language reference and /usr/share/doc; about 120,000 distinct
 ones), embedded by the converted all-MiniLM-L6-v2 (mean pooling, normalized,
 seq_length 128). Queries: 1,000 real docstring summary lines
 (`tfbert.datasets.docstring_pairs`), embedded the same way. Reference: the exact chunked
-search (`tfbert.search.semantic_search`).
+search (`tfbert.retrieval.search.semantic_search`).
 
 Rows:
 - each library that installs (FAISS HNSW and IVF, hnswlib, USearch), built
   with comparable settings, at three search widths; build seconds, recall@10,
   queries/s for the 1,000 queries as one batch (2 threads);
-- `tfbert.index.VectorIndex` through `semantic_search` (what users call), and
+- `tfbert.retrieval.index.VectorIndex` through `semantic_search` (what users call), and
   its file size and load time;
 - compact embeddings on the same queries: `truncate_dim` 256/128/64 (MiniLM is
   not Matryoshka-trained: the loss a trained model avoids), int8 and binary
-  (`tfbert.quantization`) with and without float rescoring, exact search.
+  (`tfbert.retrieval.quantization`) with and without float rescoring, exact search.
 """
 
 import os
@@ -137,9 +137,9 @@ def library_rows(corpus, queries, exact, threads=2):
 
 
 def run(work=None, threads=2):
-    from tfbert.index import VectorIndex
-    from tfbert.quantization import quantize_embeddings, quantized_search
-    from tfbert.search import semantic_search
+    from tfbert.retrieval.index import VectorIndex
+    from tfbert.retrieval.quantization import quantize_embeddings, quantized_search
+    from tfbert.retrieval.search import semantic_search
 
     work = work or os.path.join(tempfile.gettempdir(), "tfbert_bench_index")
     os.makedirs(work, exist_ok=True)
@@ -162,7 +162,7 @@ def run(work=None, threads=2):
     load_seconds, loaded = timed(lambda: VectorIndex.load(path, dim=corpus.shape[1],
                                                           model="all-MiniLM-L6-v2"), repeat=1)
     seconds, hits = timed(lambda: semantic_search(queries, loaded, top_k=10))
-    lines += ["", f"tfbert.index.VectorIndex via semantic_search: build {build:.1f} s, recall@10 "
+    lines += ["", f"tfbert.retrieval.index.VectorIndex via semantic_search: build {build:.1f} s, recall@10 "
               f"{recall_at_10([[h['corpus_id'] for h in r] for r in hits], exact_ids):.3f}, "
               f"{len(queries) / seconds:.0f} queries/s, file {os.path.getsize(path) / 2**20:.0f} MB "
               f"(float32 vectors {corpus.nbytes / 2**20:.0f} MB), load {load_seconds:.2f} s"]

@@ -16,7 +16,7 @@ the installed tensorflow, keras and numpy sources to the training rows
 set 4-8x larger. Everything starts from all-MiniLM-L6-v2. The rows are built once per
 `--work` directory and rebuilt when these flags change.
 
-1. Mining (once, `tfbert.mining`): the pretrained MiniLM's most similar train
+1. Mining (once, `tfbert.retrieval.mining`): the pretrained MiniLM's most similar train
    passages that are not the positive (ranks 0-30, below 0.95 x the positive's
    score): 3 per query as listwise cross-encoder rows (queries with 3), the
    hardest as the bi-encoder's (anchor, positive, negative) rows.
@@ -69,7 +69,7 @@ def build_data(work, checkpoint, train_rows=None, test_rows=300, extra_train_pai
     keras and numpy join the training rows (none repeats a stdlib pair)."""
     from tfbert.datasets.docstring_pairs import docstring_pairs, package_docstring_pairs
     from tfbert import SentenceEncoder
-    from tfbert.mining import mine_hard_negatives, write_rows
+    from tfbert.retrieval.mining import mine_hard_negatives, write_rows
 
     data = os.path.join(work, "data")
     settings = {"train_rows": train_rows, "test_rows": test_rows,
@@ -251,7 +251,7 @@ def run(seeds=(0, 1, 2), work=None, hf_dir=None, min_steps=None, train_rows=None
     from tfbert import CrossEncoder, SentenceEncoder
     from tfbert.data.pairs import read_pairs
     from tfbert.metrics.retrieval import mrr_at_k, ranks_of_relevant, recall_at_k
-    from tfbert.search import semantic_search
+    from tfbert.retrieval.search import semantic_search
 
     from benchmarks.minilm import minilm_hf_dir
     from benchmarks.seed_stats import seed_stats

@@ -18,7 +18,8 @@ import tensorflow as tf
 
 import tfbert
 import tfbert.convert
-from tfbert import BertConfig, BertEncoder, BertPreprocessor, checkpoint, experiment, search
+from tfbert import BertConfig, BertEncoder, BertPreprocessor, checkpoint, config_loader
+from tfbert.retrieval import search
 from tfbert.data import pairs, readers
 from tfbert.data import squad as squad_data
 
@@ -59,7 +60,7 @@ def ids(batch=2, seq=8, word=5, mask=1, types=0, dtype="int32"):
 def load_train_config(w, text):
     from tfbert.train.train_config import TrainConfig
 
-    return experiment.load(TrainConfig, write(w, "train.yaml", text))
+    return config_loader.load(TrainConfig, write(w, "train.yaml", text))
 
 
 def squad(w, name, qas, context="The Nile flows north into the Mediterranean Sea."):
@@ -119,7 +120,7 @@ CASES = [
      r"train\.yaml: warmup_ratio: must be in \[0\.0, 1\.0\], got 1\.5"),
     ("train: YAML syntax", lambda w: load_train_config(w, "batch_size: [1, 2\n"),
      r"train\.yaml:2:1: YAML syntax"),
-    ("train: --set without =", lambda w: experiment.parse_overrides(["epochs"]), r"key=value"),
+    ("train: --set without =", lambda w: config_loader.parse_overrides(["epochs"]), r"key=value"),
     # --- Readers ---
     ("tsv: missing column", lambda w: readers.read_labeled_text(write(w, "d.tsv", "sentence\tlabel\nok\t1\n"), "text", "label"),
      r"d\.tsv, line 1.*'text'"),
@@ -159,7 +160,7 @@ CASES = [
      r"ml_dev\.jsonl, line 2: label 'golf' is not in the label list"),
     ("multi-label: threshold 1.5", lambda w: multi_label_task(w, threshold=1.5),
      r"threshold: must be in \(0, 1\), got 1\.5"),
-    ("multi-label: threshold 0 from YAML", lambda w: experiment.load(
+    ("multi-label: threshold 0 from YAML", lambda w: config_loader.load(
         __import__("tfbert.tasks.classification", fromlist=["x"]).ClassificationConfig,
         write(w, "ml.yaml", "multi_label: true\nthreshold: 0\n")),
      r"ml\.yaml: threshold: must be in \(0, 1\)"),

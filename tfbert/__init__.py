@@ -7,7 +7,7 @@ converters in `tfbert.convert` (`from_huggingface`, `from_google`).
 
 from tfbert import convert
 from tfbert.config import BertConfig
-from tfbert.cross_encoder import CrossEncoder
+from tfbert.models.cross_encoder import CrossEncoder
 from tfbert.encoder import BertEncoder
 from tfbert.models.sentence_encoder import SentenceEncoder
 from tfbert.text.preprocessor import BertPreprocessor

@@ -7,11 +7,14 @@
                                "sentence": {pooling, normalize, max_seq_length,
                                             dense_units, dense_activation} (optional:
                                             SentenceEncoder settings),
-                               "cross_encoder": {max_seq_length, pooling} (optional)}
+                               "cross_encoder": {max_seq_length, pooling} (optional),
+                               "text_classifier": {multi_label, label_list, threshold,
+                                                   pairs, pooling, seq_length} (optional:
+                                                   TextClassifier settings)}
     <dir>/model.safetensors  weights by name: "encoder/<encoder weight name>",
                              and optional heads "mlm/...", "nsp/...",
                              "sentence_dense/..." (SentenceEncoder dense layer),
-                             "classifier/..." (CrossEncoder score head)
+                             "classifier/..." (CrossEncoder / TextClassifier head)
     <dir>/vocab.txt          WordPiece vocabulary, one token per line
 
 Written to a temporary sibling directory and renamed into place, so a killed
@@ -48,6 +51,7 @@ class Checkpoint:
     source: str = ""
     sentence: dict = None  # SentenceEncoder settings, when the checkpoint has them
     cross_encoder: dict = None  # CrossEncoder settings (max_seq_length, pooling), when it has them
+    text_classifier: dict = None  # TextClassifier settings, when it has them
 
     @property
     def vocab_file(self):
@@ -88,15 +92,20 @@ def assign_weights(variables, weights, source, what):
 
 
 def save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
-                    head_weights=None, source="", sentence=None, cross_encoder=None):
+                    head_weights=None, source="", sentence=None, cross_encoder=None,
+                    text_classifier=None):
     """Writes a checkpoint directory atomically.
 
+    `vocab_file`: the path of `vocab.txt`, or the token list itself (a
+    model's `preprocessor.vocab.tokens`).
     `encoder_weights`: `{name: array}` as `BertEncoder.get_named_weights()`.
     `head_weights`: optional `{"mlm": {...}, "nsp": {...}}`.
     `sentence`: optional `SentenceEncoder` settings (pooling, normalize, ...).
     `cross_encoder`: optional `CrossEncoder` settings (max_seq_length, pooling).
+    `text_classifier`: optional `TextClassifier` settings.
     """
-    if not os.path.isfile(vocab_file):
+    tokens = None if isinstance(vocab_file, (str, os.PathLike)) else list(vocab_file)
+    if tokens is None and not os.path.isfile(vocab_file):
         raise FileNotFoundError(f"Vocabulary file not found: {vocab_file}")
     tensors = {f"encoder/{k}": np.ascontiguousarray(v) for k, v in encoder_weights.items()}
     for head, weights in (head_weights or {}).items():
@@ -112,11 +121,17 @@ def save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
         meta["sentence"] = dict(sentence)
     if cross_encoder is not None:
         meta["cross_encoder"] = dict(cross_encoder)
+    if text_classifier is not None:
+        meta["text_classifier"] = dict(text_classifier)
     with atomic_dir(out_dir) as tmp:
         with open(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as f:
             json.dump(meta, f, indent=2, sort_keys=True)
         safetensors.numpy.save_file(tensors, os.path.join(tmp, WEIGHTS_FILE))
-        shutil.copyfile(vocab_file, os.path.join(tmp, VOCAB_FILE))
+        if tokens is None:
+            shutil.copyfile(vocab_file, os.path.join(tmp, VOCAB_FILE))
+        else:
+            with open(os.path.join(tmp, VOCAB_FILE), "w", encoding="utf-8") as f:
+                f.write("\n".join(tokens) + "\n")
     return out_dir
 
 
@@ -159,6 +174,8 @@ def read_checkpoint(path):
         source=meta.get("source", ""),
         sentence=_sentence_section(meta.get("sentence"), config_path),
         cross_encoder=_sentence_section(meta.get("cross_encoder"), config_path, "cross_encoder"),
+        text_classifier=_sentence_section(meta.get("text_classifier"), config_path,
+                                          "text_classifier"),
     )
 
 

@@ -11,8 +11,8 @@ from typing import Optional
 
 import yaml
 
-from tfbert import experiment
-from tfbert.experiment import in_range, one_of, positive
+from tfbert import config_loader
+from tfbert.config_loader import in_range, one_of, positive
 
 PRESETS = ("tiny", "mini", "small", "medium", "base", "large")
 ACTIVATIONS = ("gelu", "gelu_tanh", "relu")
@@ -72,7 +72,7 @@ class BertConfig:
         return self.embedding_size if self.embedding_size is not None else self.hidden_size
 
     def __post_init__(self):
-        experiment.validate(self)
+        config_loader.validate(self)
         if self.hidden_size % self.num_heads:
             raise ValueError(
                 f"BertConfig.hidden_size ({self.hidden_size}) must be divisible by "
@@ -86,7 +86,7 @@ class BertConfig:
         if not isinstance(values, dict):  # e.g. a config.json without its "encoder"
             raise TypeError(f"{source}: expected a mapping of BertConfig fields, "
                             f"got {type(values).__name__}.")
-        return experiment.from_dict(cls, values, source=source)
+        return config_loader.from_dict(cls, values, source=source)
 
     @classmethod
     def from_yaml(cls, path):
@@ -94,7 +94,7 @@ class BertConfig:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"BertConfig file not found: {path}")
         with open(path, encoding="utf-8") as f:
-            values = experiment.load_yaml(f, source=path)
+            values = config_loader.load_yaml(f, source=path)
         return cls.from_dict(values if values is not None else {}, source=path)
 
     @classmethod

@@ -15,17 +15,17 @@ import sys
 
 from absl import app, flags
 
-from tfbert import experiment
+from tfbert import config_loader
 from tfbert.text.vocab_building import BuildVocabConfig, build_vocab
 
 flags.DEFINE_string("config", None, "YAML file with BuildVocabConfig fields.")
 flags.DEFINE_multi_string("set", [], "Overrides, key=value (YAML values).")
-experiment.define_flags(BuildVocabConfig)
+config_loader.define_flags(BuildVocabConfig)
 FLAGS = flags.FLAGS
 
 
 def config_from_flags():
-    return experiment.load_flags(BuildVocabConfig, FLAGS)[0]
+    return config_loader.load_flags(BuildVocabConfig, FLAGS)[0]
 
 
 def main(argv):

@@ -36,14 +36,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags
 
-from tfbert import experiment
-from tfbert.data.pretraining_data_config import (
+from tfbert import config_loader
+from tfbert.data.pretraining.data_config import (
     PretrainingDataConfig, create_pretraining_data, summary_lines)
 
 
 flags.DEFINE_string("config", None, "YAML file with PretrainingDataConfig fields.")
 flags.DEFINE_multi_string("set", [], "Overrides, key=value (YAML values).")
-experiment.define_flags(PretrainingDataConfig)
+config_loader.define_flags(PretrainingDataConfig)
 _OLD_FLAGS = ("use_nsp",)  # accepted for one release, with a warning
 flags.DEFINE_boolean("use_nsp", None, "Deprecated: use --next_sentence_task (--nouse_nsp is "
                      "--next_sentence_task=none).")
@@ -52,12 +52,12 @@ FLAGS = flags.FLAGS
 
 def config_from_flags():
     names = [f.name for f in dataclasses.fields(PretrainingDataConfig)] + list(_OLD_FLAGS)
-    return experiment.load_flags(PretrainingDataConfig, FLAGS, names)[0]
+    return config_loader.load_flags(PretrainingDataConfig, FLAGS, names)[0]
 
 
 def main(argv):
     del argv
-    from tfbert.data.pretraining_beam import DataLossError
+    from tfbert.data.pretraining.beam import DataLossError
 
     try:
         metadata = create_pretraining_data(config_from_flags())

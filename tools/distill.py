@@ -25,7 +25,7 @@ soft_weight, hard_weight, cosine_weight). The student starts from
 exported like any task model (`<model_dir>/export/<unix time>` or
 `--export_dir`). General mode writes `<model_dir>/pretrained` (a tfbert
 checkpoint with the student's encoder and MLM head). The work is
-`tfbert.tasks.distill_experiment.distill`.
+`tfbert.runs.distill.distill`.
 """
 
 import os
@@ -35,8 +35,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags, logging
 
-from tfbert import experiment
-from tfbert.tasks.distill_experiment import MODES, DistillExperimentConfig, distill
+from tfbert import config_loader
+from tfbert.runs.distill import MODES, DistillExperimentConfig, distill
 
 flags.DEFINE_enum("mode", "task", MODES, "init_student | task | general.")
 flags.DEFINE_string("task", "classification", "Task name (mode task).")
@@ -55,7 +55,7 @@ FLAGS = flags.FLAGS
 
 
 def load_config():
-    return experiment.load_flags(DistillExperimentConfig, FLAGS, (
+    return config_loader.load_flags(DistillExperimentConfig, FLAGS, (
         "teacher", "every_k", "output_dir", "init_checkpoint", "model_dir", "export_dir",
         "transfer_file"))
 

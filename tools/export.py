@@ -38,7 +38,7 @@ import sys
 
 from absl import app, flags
 
-from tfbert import experiment
+from tfbert import config_loader
 from tfbert.export import tflite
 from tfbert.export.checkpoint_export import (FORMATS, KINDS, QUANTIZATIONS, ExportConfig, check,
                                              export)
@@ -66,7 +66,7 @@ FLAGS = flags.FLAGS
 
 
 def config_from_flags():
-    return experiment.load_flags(ExportConfig, FLAGS)[0]
+    return config_loader.load_flags(ExportConfig, FLAGS)[0]
 
 
 def main(argv):

@@ -36,9 +36,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags, logging
 
-from tfbert import experiment
+from tfbert import config_loader
 from tfbert.tasks import TASKS
-from tfbert.tasks.finetune_experiment import FinetuneConfig
+from tfbert.runs.finetune import FinetuneConfig
 
 flags.DEFINE_enum("task", None, sorted(TASKS), "The task to fine-tune.")
 flags.DEFINE_string("config", None, "YAML file with task:, train: and grid: sections.")
@@ -59,7 +59,7 @@ FLAGS = flags.FLAGS
 
 def load_config():
     """`(FinetuneConfig, overrides)` from --config, the flags and --set."""
-    cfg, overrides = experiment.load_flags(FinetuneConfig, FLAGS, (
+    cfg, overrides = config_loader.load_flags(FinetuneConfig, FLAGS, (
         "init_checkpoint", "model_dir", "export_dir", "export_jit_compile",
         "distribution_strategy", "tpu"))
     if not cfg.model_dir:
@@ -71,7 +71,7 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     logging.set_verbosity(logging.WARNING)  # TF's INFO lines about SavedModel internals
-    from tfbert.tasks.finetune_experiment import run_experiment
+    from tfbert.runs.finetune import run_experiment
     from tfbert.train.resume import Preempted
 
     try:

@@ -39,8 +39,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags
 
-from tfbert import experiment
-from tfbert.tasks.pretrain_experiment import PretrainConfig, export_step, run, validate
+from tfbert import config_loader
+from tfbert.runs.pretrain import PretrainConfig, export_step, run, validate
 
 flags.DEFINE_string("config", None, "YAML experiment file with PretrainConfig fields.")
 flags.DEFINE_multi_string("set", [], "Overrides, key=value (values parse as YAML).")
@@ -55,7 +55,7 @@ _DIRECT_FLAGS = (
     "jit_compile", "preset", "steps_per_epoch", "seed", "masking_strategy", "tpu",
     "next_sentence_task", "eval_files",
 )
-experiment.define_flags(PretrainConfig, _DIRECT_FLAGS)
+config_loader.define_flags(PretrainConfig, _DIRECT_FLAGS)
 _OLD_FLAGS = ("mixed_precision", "use_nsp")  # accepted for one release, with a warning
 flags.DEFINE_string("mixed_precision", None, "Deprecated: use --dtype_policy.")
 flags.DEFINE_boolean("use_nsp", None, "Deprecated: use --next_sentence_task (--nouse_nsp is "
@@ -69,7 +69,7 @@ FLAGS = flags.FLAGS
 
 def config_from_flags():
     names = _DIRECT_FLAGS + _OLD_FLAGS + ("budget_minutes",)
-    return experiment.load_flags(PretrainConfig, FLAGS, names)[0]
+    return config_loader.load_flags(PretrainConfig, FLAGS, names)[0]
 
 
 def main(argv):

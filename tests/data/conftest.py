@@ -72,7 +72,7 @@ class TwoSources:
     def training_stream(self, files, batch_size=50):
         """The examples in the order training sees them (no reader shuffle:
         the order is the shards' own), as (segment A, segment B, label)."""
-        from tfbert.data.pretraining import pretraining_dataset
+        from tfbert.data.pretraining.writer import pretraining_dataset
         from tfbert.text.masking import MaskedLMMasker
 
         masker = MaskedLMMasker.from_vocab(str(VOCAB), max_predictions=8)

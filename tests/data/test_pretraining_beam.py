@@ -31,7 +31,7 @@ import tensorflow as tf
 
 pytest.importorskip("apache_beam")
 
-from tfbert.data.pretraining import write_pretraining_data  # noqa: E402
+from tfbert.data.pretraining.writer import write_pretraining_data  # noqa: E402
 from tfbert.text.masking import MaskedLMMasker  # noqa: E402
 from tfbert.text.tokenizer import BertTokenizer  # noqa: E402
 
@@ -312,12 +312,12 @@ def test_a_lossy_runner_fails_and_keeps_the_earlier_output(generate, dask_addres
     and both numbers, and the earlier output stays as it was."""
     import apache_beam as beam
 
-    from tfbert.data.pretraining_beam import DataLossError, run_pipeline
+    from tfbert.data.pretraining.beam import DataLossError, run_pipeline
 
     good, _ = generate("shipped", "DaskRunner")
     before = {p.relative_to(good): hashlib.sha256(p.read_bytes()).hexdigest()
               for p in good.rglob("*") if p.is_file()}
-    from tfbert.data.pretraining_data_config import PretrainingDataConfig
+    from tfbert.data.pretraining.data_config import PretrainingDataConfig
 
     cfg = PretrainingDataConfig(input_files=str(DATA / "corpus.txt"), vocab_file=str(VOCAB),
                                 output_dir=str(good), static_masking=True,

@@ -235,7 +235,7 @@ def test_sentence_order_prediction_uses_the_binary_head(tiny_config, tmp_path, u
 def test_use_nsp_is_the_old_name_of_next_sentence_task(tiny_config):
     import warnings
 
-    from tfbert.data import pretraining_instances
+    from tfbert.data.pretraining import instances as pretraining_instances
 
     encoder = lambda: BertEncoder(tiny_config.replace(vocab_size=VOCAB))
     pretraining_instances._WARNED.clear()

@@ -24,7 +24,7 @@ def teacher_and_data(tmp_path_factory):
     import keras
 
     from tfbert import BertConfig, BertEncoder
-    from tfbert.data.pretraining import write_pretraining_data
+    from tfbert.data.pretraining.writer import write_pretraining_data
     from tfbert.models.pretrainer import BertPretrainer
     from tfbert.text.tokenizer import BertTokenizer
 

@@ -58,7 +58,7 @@ def test_general_distillation_brings_student_mlm_closer_to_teacher(tmp_path):
     """Same randomly initialised 1-layer student, data and steps: trained with
     the teacher (KL + MLM + cosine), its MLM distribution ends closer to the
     teacher's than trained on the MLM loss alone."""
-    from tfbert.data.pretraining import pretraining_dataset, write_pretraining_data
+    from tfbert.data.pretraining.writer import pretraining_dataset, write_pretraining_data
     from tfbert.models.pretrainer import BertPretrainer
     from tfbert.text.masking import MaskedLMMasker
     from tfbert.text.tokenizer import BertTokenizer

@@ -21,7 +21,7 @@ import dataclasses
 import os
 import sys
 
-from tfbert import experiment
+from tfbert import config_loader
 from tfbert.export import tflite
 
 KINDS = ("preprocessor", "encoder")
@@ -40,24 +40,24 @@ class ExportConfig:
     """What to export from which checkpoint (the flags and `--config` YAML of the export tool)."""
 
     checkpoint_dir: str = ""
-    kind: str = experiment.one_of(KINDS, "preprocessor")
-    format: str = experiment.one_of(FORMATS, "saved_model")
+    kind: str = config_loader.one_of(KINDS, "preprocessor")
+    format: str = config_loader.one_of(FORMATS, "saved_model")
     output_dir: str = ""
-    seq_length: int = experiment.at_least(2, 128)
+    seq_length: int = config_loader.at_least(2, 128)
     text_input: bool = False  # tflite: strings in (tokenizer inside the model)
-    quantization: str = experiment.one_of(QUANTIZATIONS, "none")  # tflite
+    quantization: str = config_loader.one_of(QUANTIZATIONS, "none")  # tflite
     # tflite --text_input: fast (tf-text FastBertTokenizer) | exact (reference table)
-    tflite_tokenizer: str = experiment.one_of(tflite.TOKENIZERS, "fast")
+    tflite_tokenizer: str = config_loader.one_of(tflite.TOKENIZERS, "fast")
     # tflite --text_input: longest (each batch cut to its longest text) |
     # max_length (static [batch, seq_length], for delegates that need it)
-    tflite_padding: str = experiment.one_of(tflite.PADDINGS, "longest")
+    tflite_padding: str = config_loader.one_of(tflite.PADDINGS, "longest")
     # full_integer: texts that calibrate activation ranges (.txt one per line,
     # or TSV/CSV/JSONL with this column), e.g. the training file
     representative_file: str = ""
     representative_column: str = "sentence"
 
     def __post_init__(self):
-        experiment.validate(self)
+        config_loader.validate(self)
         for field, (choices, why) in TEXT_TFLITE_OPTIONS.items():
             if getattr(self, field) != choices[0] and not (self.format == "tflite"
                                                            and self.text_input):

@@ -6,7 +6,7 @@ import tensorflow as tf
 from keras import ops
 
 from tfbert.checkpoint import assign_weights
-from tfbert.data.pretraining_instances import fold_use_nsp, next_sentence_task_or_use_nsp
+from tfbert.data.pretraining.instances import fold_use_nsp, next_sentence_task_or_use_nsp
 from tfbert.encoder import INPUT_NAMES, BertEncoder
 from tfbert.layers.mlm_head import MaskedLMHead
 from tfbert.layers.nsp_head import NextSentenceHead

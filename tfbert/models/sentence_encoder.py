@@ -1,7 +1,5 @@
 """`SentenceEncoder`: Sentence-BERT embeddings (encoder + pooling + dense + L2 norm)."""
 
-import os
-import tempfile
 
 import keras
 import numpy as np
@@ -231,14 +229,10 @@ class SentenceEncoder(keras.Model):
         if self.dense is not None:
             heads["sentence_dense"] = {"kernel": self.dense.kernel.numpy(),
                                        "bias": self.dense.bias.numpy()}
-        with tempfile.TemporaryDirectory() as tmp:
-            vocab_file = os.path.join(tmp, checkpoint.VOCAB_FILE)
-            with open(vocab_file, "w", encoding="utf-8") as f:
-                f.write("\n".join(self.preprocessor.vocab.tokens) + "\n")
-            return checkpoint.save_checkpoint(
-                out_dir, self.encoder.config, self.encoder.get_named_weights(), vocab_file,
-                self.preprocessor.lower_case, head_weights=heads, source=source,
-                sentence=self.sentence_config())
+        return checkpoint.save_checkpoint(
+            out_dir, self.encoder.config, self.encoder.get_named_weights(),
+            self.preprocessor.vocab.tokens, self.preprocessor.lower_case, head_weights=heads,
+            source=source, sentence=self.sentence_config())
 
     # === Keras plumbing ===
 

@@ -76,7 +76,7 @@ class Task:
             if config is None:
                 config = self.config_class()
             elif isinstance(config, dict):
-                from tfbert.experiment import from_dict
+                from tfbert.config_loader import from_dict
 
                 config = from_dict(self.config_class, config, source=f"task {self.name}")
             elif not isinstance(config, self.config_class):

@@ -42,14 +42,15 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfbert import checkpoint
 from tfbert.data import validation_split
 from tfbert.data.batching import epoch_batches
 from tfbert.data.rerank_rows import read_rerank_rows
-from tfbert.experiment import at_least, in_range, one_of, validate
+from tfbert.config_loader import at_least, in_range, one_of, validate
 from tfbert.losses.listwise import ListwiseLoss
 from tfbert.metrics import retrieval
 from tfbert.models.classifier import POOLING, BertClassifier
+from tfbert.models.cross_encoder import (cross_encoder_outputs, export_cross_encoder,
+                                         save_cross_encoder)
 from tfbert.tasks.classification import ClassificationTask
 from tfbert.tasks.base import Task
 
@@ -223,8 +224,12 @@ class CrossEncoderTask(ClassificationTask):
 
     def outputs(self, logits):
         """`logits` `[batch]` and `score` = sigmoid(logits) (graph ops; predict and export)."""
-        logits = logits[:, 0]
-        return {"logits": logits, "score": tf.sigmoid(logits)}
+        return cross_encoder_outputs(logits)
+
+    def export(self, model, export_dir, jit_compile=False):
+        """SavedModel: `serving_default(query, passage)` -> `logits`, `score`."""
+        return export_cross_encoder(model, self.preprocessor, export_dir, jit_compile,
+                                    self.config.bucketing)
 
     def predict(self, model, query, passage=None, batch_size=64):
         """`{"logits", "score"}` NumPy `[n]` for parallel lists of queries and passages."""
@@ -259,22 +264,3 @@ def rerank_metrics(groups, scores):
         raise ValueError("No group has a relevant candidate (label >= 0.5) to rank.")
     return {"recall_at_1": retrieval.recall_at_k(ranks, 1),
             "mrr_at_10": retrieval.mrr_at_k(ranks, 10)}
-
-
-def save_cross_encoder(model, preprocessor, out_dir, source="tfbert.CrossEncoder"):
-    """Writes a one-output `BertClassifier` and its vocabulary as a tfbert
-    checkpoint (head `classifier/kernel`, `classifier/bias`), atomically."""
-    import tempfile
-
-    head = model.get_layer("logits")
-    with tempfile.TemporaryDirectory() as tmp:
-        vocab_file = os.path.join(tmp, checkpoint.VOCAB_FILE)
-        with open(vocab_file, "w", encoding="utf-8") as f:
-            f.write("\n".join(preprocessor.vocab.tokens) + "\n")
-        return checkpoint.save_checkpoint(
-            out_dir, model.encoder.config, model.encoder.get_named_weights(), vocab_file,
-            preprocessor.lower_case,
-            head_weights={"classifier": {"kernel": head.kernel.numpy(),
-                                         "bias": head.bias.numpy()}},
-            source=source, cross_encoder={"max_seq_length": preprocessor.seq_length,
-                                          "pooling": model.pooling})

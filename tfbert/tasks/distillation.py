@@ -28,7 +28,7 @@ with a clear error.
 as `distillation`: its config (`DistillationTaskConfig`, the `task:` section)
 is the student task's `ClassificationConfig` plus `teacher`, `distill` (the
 loss weights, `tfbert.train.distill.DistillConfig`) and the transfer set, and
-the trainer's loop trains it. `tfbert.tasks.distill_experiment` builds one
+the trainer's loop trains it. `tfbert.runs.distill` builds one
 around a student task given by name.
 
 Example (the checks run before any teacher or data is read):
@@ -47,7 +47,7 @@ import tensorflow as tf
 
 from tfbert.data import readers
 from tfbert.data.batching import epoch_batches
-from tfbert.experiment import at_least
+from tfbert.config_loader import at_least
 from tfbert.export.task_model import load_task_model
 from tfbert.tasks.base import Task
 from tfbert.tasks.classification import ClassificationConfig, ClassificationTask, RegressionTask
@@ -113,7 +113,7 @@ class DistillationTask(Task):
 
     `DistillationTask(config)`: a `DistillationTaskConfig` or dict, as `TASKS`
     builds it. `DistillationTask(task, teacher_export, distill, ...)`: a
-    student task already built (what `tfbert.tasks.distill_experiment` does)."""
+    student task already built (what `tfbert.runs.distill` does)."""
 
     name = "distillation"
     config_class = DistillationTaskConfig

@@ -24,7 +24,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from tfbert.experiment import at_least, one_of, validate
+from tfbert.config_loader import at_least, one_of, validate
 from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
 from tfbert.models.feature_extractor import COMBINE, POOLING, BertFeatureExtractor

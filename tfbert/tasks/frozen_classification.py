@@ -23,7 +23,7 @@ import os
 import keras
 
 from tfbert.encoder import INPUT_NAMES
-from tfbert.experiment import at_least, one_of, positive
+from tfbert.config_loader import at_least, one_of, positive
 from tfbert.models.feature_extractor import COMBINE, POOLING, BertFeatureExtractor
 from tfbert.tasks.classification import ClassificationConfig, ClassificationTask
 from tfbert.train.evaluation import BEST_WEIGHTS, VALIDATION, DevEvaluation, KeepBest

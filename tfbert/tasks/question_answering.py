@@ -47,7 +47,7 @@ import tensorflow as tf
 from tfbert.data.batching import epoch_batches
 from tfbert.data import validation_split
 from tfbert.data.squad import read_squad
-from tfbert.experiment import at_least, in_range, validate
+from tfbert.config_loader import at_least, in_range, validate
 from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
 from tfbert.metrics.squad import squad_scores

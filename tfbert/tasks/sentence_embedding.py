@@ -38,7 +38,7 @@ import tensorflow as tf
 from tfbert.data import pairs as pair_readers
 from tfbert.data import validation_split
 from tfbert.data.batching import epoch_batches
-from tfbert.experiment import at_least, one_of, validate
+from tfbert.config_loader import at_least, one_of, validate
 from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
 from tfbert.losses import (CosineSimilarityLoss, MatryoshkaLoss, MultipleNegativesRankingLoss,

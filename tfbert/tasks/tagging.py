@@ -29,7 +29,7 @@ import tensorflow as tf
 
 from tfbert.data import readers, validation_split
 from tfbert.data.batching import epoch_batches
-from tfbert.experiment import at_least, in_range, one_of, validate
+from tfbert.config_loader import at_least, in_range, one_of, validate
 from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
 from tfbert.metrics import seqeval

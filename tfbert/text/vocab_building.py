@@ -16,7 +16,7 @@ import dataclasses
 import glob
 import sys
 
-from tfbert import experiment
+from tfbert import config_loader
 from tfbert.atomic import write_text
 from tfbert.text.vocab import SPECIAL_TOKENS, learn_vocab
 
@@ -27,13 +27,13 @@ class BuildVocabConfig:
 
     input_files: str = ""
     output_file: str = ""
-    vocab_size: int = experiment.at_least(len(SPECIAL_TOKENS) + 1, 30522)
+    vocab_size: int = config_loader.at_least(len(SPECIAL_TOKENS) + 1, 30522)
     lower_case: bool = True
-    max_unique_chars: int = experiment.at_least(1, 1000)
-    max_lines: int = experiment.at_least(0, 0)  # 0: read everything
+    max_unique_chars: int = config_loader.at_least(1, 1000)
+    max_lines: int = config_loader.at_least(0, 0)  # 0: read everything
 
     def __post_init__(self):
-        experiment.validate(self)
+        config_loader.validate(self)
 
 
 def resolve(patterns):

@@ -14,13 +14,12 @@ split into, so the model's view of the word is unchanged at step 0.
 import collections
 import os
 import re
-import tempfile
 
 import numpy as np
 import tensorflow as tf
 
 from tfbert import checkpoint
-from tfbert.data.pretraining_documents import expand_files
+from tfbert.data.pretraining.documents import expand_files
 from tfbert.text.tokenizer import BertTokenizer
 
 MODES = ("unused", "grow")
@@ -137,14 +136,10 @@ def extend_vocab(checkpoint_dir, output_dir, words=(), words_file=None, corpus=N
         raise ValueError("No new words: give --words, --words_file or --corpus "
                          "(words already in the vocabulary are skipped).")
     tokens, encoder, heads, config, added = extend(ckpt, tokenizer.vocab.tokens, new_words, mode)
-    with tempfile.TemporaryDirectory() as tmp:
-        vocab_file = os.path.join(tmp, "vocab.txt")
-        with open(vocab_file, "w", encoding="utf-8") as f:
-            f.write("\n".join(tokens) + "\n")
-        checkpoint.save_checkpoint(
-            output_dir, config, encoder, vocab_file, ckpt.lower_case, head_weights=heads,
-            source=f"extend_vocab({mode}, {len(added)} words) of {ckpt.source or checkpoint_dir}",
-        )
+    checkpoint.save_checkpoint(
+        output_dir, config, encoder, tokens, ckpt.lower_case, head_weights=heads,
+        source=f"extend_vocab({mode}, {len(added)} words) of {ckpt.source or checkpoint_dir}",
+    )
     for word, i in added.items():
         old = " ".join(tokenizer.vocab.tokens[p] for p in new_words[word])
         print(f"  {i:6d} {word!r} (was {old})")

@@ -77,7 +77,7 @@ class LossSpikeWarning(keras.callbacks.Callback):
     the loss comes back down), records the step in `spikes`, and keeps a copy
     of the newest periodic checkpoint from before the spike as
     `before-spike-<step>.weights.h5` in `checkpoint_dir` (periodic pruning
-    never deletes it): `tfbert.tasks.pretrain_experiment.export_step` (the pretraining tool's
+    never deletes it): `tfbert.runs.pretrain.export_step` (the pretraining tool's
     `--export_step=<step>`) turns it into
     a tfbert checkpoint directory.
 

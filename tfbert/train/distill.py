@@ -34,7 +34,7 @@ from keras import ops
 
 from tfbert import checkpoint
 from tfbert.encoder import INPUT_NAMES
-from tfbert.experiment import at_least, positive, validate
+from tfbert.config_loader import at_least, positive, validate
 
 LAYER = "transformer_layer_"
 
@@ -187,7 +187,7 @@ class TaskDistiller(keras.Model):
 
 class MlmDistiller(keras.Model):
     """Trains a student `BertPretrainer` against a frozen teacher pretrainer
-    on masked-LM batches (`tfbert.data.pretraining.pretraining_dataset`):
+    on masked-LM batches (`tfbert.data.pretraining.dataset.pretraining_dataset`):
 
         soft_weight   x KL(teacher || student) of the MLM distributions at T (x T^2)
       + hard_weight   x MLM cross-entropy on the true tokens

@@ -45,7 +45,7 @@ def claim_model_dir(model_dir, config, overwrite=False, name=RUN_CONFIG, write=T
     `model_dir`; stores it for a new run. `overwrite=True` empties
     `model_dir` first (start fresh). `write=False` (multi-worker non-chief):
     only check. `renamed`: `{old dotted key: new}` of keys a stored config
-    may hold under an old name (`tfbert.experiment.renamed_keys`);
+    may hold under an old name (`tfbert.config_loader.renamed_keys`);
     `upgrade(stored dict)`: the stored config under today's names where an
     old setting's values differ from the new one's."""
     path = os.path.join(model_dir, name)

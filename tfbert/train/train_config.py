@@ -14,7 +14,7 @@ True
 import dataclasses
 from typing import Optional
 
-from tfbert.experiment import at_least, in_range, one_of, positive, renamed, validate
+from tfbert.config_loader import at_least, in_range, one_of, positive, renamed, validate
 
 # `keras.config.set_dtype_policy` names ("" = leave the global policy as it is).
 DTYPE_POLICIES = ("", "float32", "mixed_bfloat16", "mixed_float16")

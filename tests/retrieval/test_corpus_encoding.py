@@ -14,7 +14,7 @@ import pytest
 beam = pytest.importorskip("apache_beam")
 
 from tfbert import BertConfig, BertEncoder  # noqa: E402
-from tfbert.beam_embeddings import DataLossError, encode_corpus, read_embedding_shards  # noqa: E402
+from tfbert.retrieval.corpus_encoding import DataLossError, encode_corpus, read_embedding_shards  # noqa: E402
 
 VOCAB = "tests/data/pretraining/vocab.txt"
 RUNNERS = {
@@ -71,7 +71,7 @@ def test_every_text_once_and_equal_to_encode(runner, exported, corpus, tmp_path,
     diff = np.abs(embeddings - want[[order[i] for i in got_ids]]).max()
     assert diff <= 1e-5, diff
     faiss = pytest.importorskip("faiss")  # noqa: F841
-    from tfbert.index import VectorIndex
+    from tfbert.retrieval.index import VectorIndex
 
     index = VectorIndex.from_shards(str(tmp_path / "emb"))
     hit = index.search(want[[5]], top_k=1)[0][0]

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfbert.data import pretraining
-from tfbert.data.pretraining import InstanceBuilder, pretraining_dataset, write_pretraining_data
+from tfbert.data.pretraining import writer as pretraining
+from tfbert.data.pretraining.writer import InstanceBuilder, pretraining_dataset, write_pretraining_data
 from tfbert.text.masking import MaskedLMMasker
 from tfbert.text.tokenizer import BertTokenizer
 
@@ -94,7 +94,7 @@ def test_two_processes_write_the_same_bytes(small_corpus, tmp_path, run_python):
     unless asked not to: the shards are the same bytes, not only the same examples."""
     source = f"""
 import hashlib, tempfile
-from tfbert.data.pretraining import write_pretraining_data
+from tfbert.data.pretraining.writer import write_pretraining_data
 from tfbert.text.tokenizer import BertTokenizer
 out = tempfile.mkdtemp(dir={str(tmp_path)!r})
 write_pretraining_data({small_corpus!r}, out, BertTokenizer(vocab_file={str(VOCAB)!r}),
@@ -293,7 +293,7 @@ def test_eval_split_holds_out_whole_documents(small_corpus, tokenizer, tmp_path)
 def test_use_nsp_is_a_deprecated_alias_of_next_sentence_task_that_warns_once():
     import warnings
 
-    from tfbert.data import pretraining_instances
+    from tfbert.data.pretraining import instances as pretraining_instances
 
     pretraining_instances._WARNED.clear()
     with pytest.warns(FutureWarning, match="use_nsp is deprecated: set next_sentence_task"):

@@ -4,8 +4,8 @@ recall against exact search on real MiniLM embeddings, and bad input."""
 import numpy as np
 import pytest
 
-from tfbert.quantization import quantize_embeddings, quantized_search
-from tfbert.search import semantic_search
+from tfbert.retrieval.quantization import quantize_embeddings, quantized_search
+from tfbert.retrieval.search import semantic_search
 
 
 def recall(hits, exact, k):

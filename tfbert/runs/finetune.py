@@ -30,7 +30,7 @@ from typing import Union
 
 import numpy as np
 
-from tfbert import experiment
+from tfbert import config_loader
 from tfbert.atomic import write_json
 from tfbert.tasks import get_task
 from tfbert.train.evaluation import selection_key
@@ -49,7 +49,7 @@ class GridConfig:
     epochs: list = dataclasses.field(default_factory=list)
 
     def __post_init__(self):
-        experiment.validate(self)
+        config_loader.validate(self)
 
 
 @dataclasses.dataclass
@@ -72,12 +72,12 @@ class FinetuneConfig:
     model_dir: str = ""
     export_dir: str = ""
     export_jit_compile: bool = False  # XLA in the exported model (tfbert.export.compiled_call)
-    distribution_strategy: str = experiment.one_of(STRATEGIES, "off")
-    num_devices: int = experiment.at_least(0, 0)  # 0: all
+    distribution_strategy: str = config_loader.one_of(STRATEGIES, "off")
+    num_devices: int = config_loader.at_least(0, 0)  # 0: all
     tpu: str = ""  # TPU name or grpc:// address for distribution_strategy: tpu
 
     def __post_init__(self):
-        experiment.validate(self)
+        config_loader.validate(self)
 
 
 def random_init_config(cfg, what="random init"):
@@ -112,7 +112,7 @@ def grid_settings(cfg):
 def task_config_of(task_name, settings, overrides=(), source="config"):
     """The config of task `task_name` from the `task:` section `settings`,
     checked; errors name `<source>:task` and the key (`task.<key>`)."""
-    return experiment.from_dict(get_task(task_name).config_class, settings,
+    return config_loader.from_dict(get_task(task_name).config_class, settings,
                                 source=f"{source}:task", overridden=overrides, prefix="task.")
 
 
@@ -126,7 +126,7 @@ def prepare_experiment(task_name, cfg, overrides=(), source="config", overwrite=
     random_init = random_init_config(cfg)
     claim_model_dir(cfg.model_dir, {"task_name": task_name, **dataclasses.asdict(cfg)},
                     overwrite=overwrite, name="finetune_config.json", write=is_chief(),
-                    renamed=experiment.renamed_keys(FinetuneConfig))
+                    renamed=config_loader.renamed_keys(FinetuneConfig))
     return task_config, random_init
 
 

@@ -1,7 +1,7 @@
 """Retrieve, then rerank: the bi-encoder's top candidates reordered by a cross-encoder.
 
-    bi-encoder (`SentenceEncoder.encode`)  ->  search (`tfbert.search.semantic_search`,
-    exact, or an approximate `tfbert.index.VectorIndex`)  ->  cross-encoder
+    bi-encoder (`SentenceEncoder.encode`)  ->  search (`tfbert.retrieval.search.semantic_search`,
+    exact, or an approximate `tfbert.retrieval.index.VectorIndex`)  ->  cross-encoder
     (`tfbert.CrossEncoder.predict` on every (query, candidate) pair, batched)
 
 `retrieve_and_rerank` runs the three stages and reports each one's time, so
@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 from tfbert.models.sentence_encoder import check_texts
-from tfbert.search import semantic_search
+from tfbert.retrieval.search import semantic_search
 
 
 @dataclasses.dataclass
@@ -46,7 +46,7 @@ def retrieve_and_rerank(queries, corpus, bi_encoder, cross_encoder, top_k=10, re
     """For each query, the bi-encoder's `retrieve_k` nearest passages of
     `corpus` reordered by `cross_encoder`; the `top_k` best are returned
     (a `RerankResult`). `retrieve_k` is capped at the corpus size; `top_k`
-    above it is an error. `index` (a `tfbert.index.VectorIndex` of the corpus
+    above it is an error. `index` (a `tfbert.retrieval.index.VectorIndex` of the corpus
     embeddings) replaces the exact search."""
     queries = check_texts(queries)
     corpus = check_texts(corpus)

@@ -4,7 +4,7 @@ import warnings
 
 import pytest
 
-from tfbert import BertConfig, experiment
+from tfbert import BertConfig, config_loader
 
 
 @dataclasses.dataclass
@@ -24,8 +24,8 @@ def test_yaml_then_overrides(tmp_path):
     path = tmp_path / "exp.yaml"
     path.write_text("name: demo\nencoder: {num_layers: 2, hidden_size: 128, num_heads: 2}\n"
                     "train: {epochs: 4}\n")
-    overrides = experiment.parse_overrides(["train.learning_rate=2e-5", "encoder.num_layers=3"])
-    exp = experiment.load(Experiment, str(path), overrides)
+    overrides = config_loader.parse_overrides(["train.learning_rate=2e-5", "encoder.num_layers=3"])
+    exp = config_loader.load(Experiment, str(path), overrides)
     assert exp.name == "demo"
     assert exp.encoder.num_layers == 3 and exp.encoder.hidden_size == 128
     assert exp.train == Train(learning_rate=2e-5, epochs=4)
@@ -35,41 +35,41 @@ def test_unknown_keys_are_errors(tmp_path):
     path = tmp_path / "exp.yaml"
     path.write_text("train: {epoch: 4}\n")
     with pytest.raises(ValueError, match=r"exp\.yaml:train.*unknown key.*epoch"):
-        experiment.load(Experiment, str(path))
+        config_loader.load(Experiment, str(path))
     path.write_text("encoder: {hidden: 4}\n")
     with pytest.raises(ValueError, match=r"exp\.yaml:encoder: unknown key\(s\) \['hidden'\] for "
                                          r"BertConfig; valid keys are \['attention_dropout_rate'"):
-        experiment.load(Experiment, str(path))
+        config_loader.load(Experiment, str(path))
 
 
 def test_bad_override_syntax():
     with pytest.raises(ValueError, match="key=value"):
-        experiment.parse_overrides(["epochs"])
+        config_loader.parse_overrides(["epochs"])
 
 
 def test_exponent_floats_without_a_dot_are_floats(tmp_path):
     # PyYAML's YAML 1.1 rules would read these as strings.
     path = tmp_path / "exp.yaml"
     path.write_text("train: {learning_rate: 3e-5}\nencoder: {layer_norm_eps: 1e-12}\n")
-    exp = experiment.load(Experiment, str(path))
+    exp = config_loader.load(Experiment, str(path))
     assert exp.train.learning_rate == 3e-5
     assert exp.encoder.layer_norm_eps == 1e-12
-    assert experiment.load_yaml("x: 1e5x") == {"x": "1e5x"}
+    assert config_loader.load_yaml("x: 1e5x") == {"x": "1e5x"}
 
 
 # === Values checked while loading, naming the key and where it came from ===
 
 @dataclasses.dataclass
 class Checked:
-    batch_size: int = experiment.at_least(1, 32)
-    learning_rate: float = experiment.positive(5e-5)
-    warmup: float = experiment.in_range(0.0, 1.0, 0.1)
-    dropout: float = experiment.in_range(0.0, 1.0, 0.1, high_open=True)
+    batch_size: int = config_loader.at_least(1, 32)
+    learning_rate: float = config_loader.positive(5e-5)
+    warmup: float = config_loader.in_range(0.0, 1.0, 0.1)
+    dropout: float = config_loader.in_range(0.0, 1.0, 0.1, high_open=True)
     layers: tuple = (-1,)
     name: str = "run"
 
     def __post_init__(self):
-        experiment.validate(self)
+        config_loader.validate(self)
 
 
 @dataclasses.dataclass
@@ -92,17 +92,17 @@ def test_bad_values_name_file_and_key(tmp_path, yaml_text, message):
     path = tmp_path / "exp.yaml"
     path.write_text(yaml_text + "\n")
     with pytest.raises(ValueError, match=message):
-        experiment.load(Outer, str(path))
+        config_loader.load(Outer, str(path))
 
 
 def test_bad_override_names_the_flag(tmp_path):
-    overrides = experiment.parse_overrides(["train.batch_size=lots"])
+    overrides = config_loader.parse_overrides(["train.batch_size=lots"])
     with pytest.raises(ValueError, match=r"^--set train\.batch_size=lots: expected an integer"):
-        experiment.load(Outer, None, overrides)
+        config_loader.load(Outer, None, overrides)
 
 
 def test_good_values_are_converted():
-    cfg = experiment.load(Outer, None, {"train.learning_rate": 1, "train.layers": [-2, -1]})
+    cfg = config_loader.load(Outer, None, {"train.learning_rate": 1, "train.layers": [-2, -1]})
     assert cfg.train.learning_rate == 1.0 and isinstance(cfg.train.learning_rate, float)
     assert cfg.train.layers == (-2, -1)
 
@@ -121,20 +121,20 @@ def test_yaml_syntax_errors_are_one_line(tmp_path, text, where):
     path = tmp_path / "exp.yaml"
     path.write_text(text)
     with pytest.raises(ValueError, match=where) as info:
-        experiment.load(Outer, str(path))
+        config_loader.load(Outer, str(path))
     assert "\n" not in str(info.value)
 
 
 # === Renamed keys: the old name still works, with a one-line warning ===
 
-@experiment.renamed(warmup_fraction="warmup_ratio")
+@config_loader.renamed(warmup_fraction="warmup_ratio")
 @dataclasses.dataclass
 class Renamed:
-    warmup_ratio: float = experiment.in_range(0.0, 1.0, 0.1)
+    warmup_ratio: float = config_loader.in_range(0.0, 1.0, 0.1)
     epochs: int = 3
 
     def __post_init__(self):
-        experiment.validate(self)
+        config_loader.validate(self)
 
 
 @dataclasses.dataclass
@@ -150,20 +150,20 @@ def test_old_name_in_python_yaml_and_set_warns_naming_the_new_key(tmp_path):
     path.write_text("train: {warmup_fraction: 0.3}\n")
     with pytest.warns(FutureWarning, match=r"exp\.yaml:train: warmup_fraction is deprecated: "
                                            r"use train\.warmup_ratio\.$"):
-        assert experiment.load(OuterRenamed, str(path)).train.warmup_ratio == 0.3
-    overrides = experiment.parse_overrides(["train.warmup_fraction=0.4"])
+        assert config_loader.load(OuterRenamed, str(path)).train.warmup_ratio == 0.3
+    overrides = config_loader.parse_overrides(["train.warmup_fraction=0.4"])
     with pytest.warns(FutureWarning, match=r"^--set train\.warmup_fraction is deprecated: use "
                                            r"train\.warmup_ratio\.$"):
-        assert experiment.load(OuterRenamed, str(path), overrides).train.warmup_ratio == 0.4
+        assert config_loader.load(OuterRenamed, str(path), overrides).train.warmup_ratio == 0.4
 
 
 def test_old_name_is_checked_like_the_new_one_and_not_both():
-    overrides = experiment.parse_overrides(["train.warmup_fraction=2"])
+    overrides = config_loader.parse_overrides(["train.warmup_fraction=2"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         with pytest.raises(ValueError, match=r"^--set train\.warmup_ratio=2: must be in "
                                              r"\[0\.0, 1\.0\], got 2\.0\.$"):
-            experiment.load(OuterRenamed, None, overrides)
+            config_loader.load(OuterRenamed, None, overrides)
     with pytest.raises(ValueError, match=r"^Renamed\.warmup_fraction and Renamed\.warmup_ratio are "
                                          r"one setting \(warmup_fraction is its old name\); set "
                                          r"Renamed\.warmup_ratio only\.$"):
@@ -171,20 +171,20 @@ def test_old_name_is_checked_like_the_new_one_and_not_both():
 
 
 def test_renamed_keys_of_nested_configs():
-    assert experiment.renamed_keys(OuterRenamed) == {"train.warmup_fraction": "train.warmup_ratio"}
+    assert config_loader.renamed_keys(OuterRenamed) == {"train.warmup_fraction": "train.warmup_ratio"}
 
 
 # === The renamed keys of tfbert's own configs ===
 
 def test_pretrain_and_train_configs_take_their_old_names(tmp_path):
-    from tfbert.tasks.pretrain_experiment import PretrainConfig
+    from tfbert.runs.pretrain import PretrainConfig
     from tfbert.train.train_config import TrainConfig
 
     path = tmp_path / "pretrain.yaml"
     path.write_text("mixed_precision: mixed_bfloat16\nepsilon: 1.0e-7\nnum_warmup_steps: 7\n")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        cfg = experiment.load(PretrainConfig, str(path))
+        cfg = config_loader.load(PretrainConfig, str(path))
         train = TrainConfig(warmup_fraction=0.2)
     assert (cfg.dtype_policy, cfg.adam_epsilon, cfg.warmup_steps) == ("mixed_bfloat16", 1e-7, 7)
     assert train.warmup_ratio == 0.2
@@ -198,8 +198,8 @@ def test_pretrain_and_train_configs_take_their_old_names(tmp_path):
 
 @pytest.mark.parametrize("config_name", ["PretrainConfig", "PretrainingDataConfig"])
 def test_use_nsp_is_the_old_name_of_next_sentence_task(tmp_path, config_name):
-    from tfbert.data.pretraining_data_config import PretrainingDataConfig
-    from tfbert.tasks.pretrain_experiment import PretrainConfig
+    from tfbert.data.pretraining.data_config import PretrainingDataConfig
+    from tfbert.runs.pretrain import PretrainConfig
 
     cls = {"PretrainConfig": PretrainConfig, "PretrainingDataConfig": PretrainingDataConfig}[
         config_name]
@@ -212,10 +212,10 @@ def test_use_nsp_is_the_old_name_of_next_sentence_task(tmp_path, config_name):
     with pytest.warns(FutureWarning, match=r"pretrain\.yaml: use_nsp is deprecated: use "
                                            r"next_sentence_task \(use_nsp=True is "
                                            r"next_sentence_task='nsp'\)\.$"):
-        assert experiment.load(cls, str(path)).next_sentence_task == "nsp"
-    overrides = experiment.parse_overrides(["use_nsp=false"])
+        assert config_loader.load(cls, str(path)).next_sentence_task == "nsp"
+    overrides = config_loader.parse_overrides(["use_nsp=false"])
     with pytest.warns(FutureWarning, match=r"^--set use_nsp is deprecated"):
-        assert experiment.load(cls, None, overrides).next_sentence_task == "none"
+        assert config_loader.load(cls, None, overrides).next_sentence_task == "none"
     with pytest.raises(ValueError, match=rf"^{config_name}\.use_nsp and "
                                          rf"{config_name}\.next_sentence_task are one setting"):
         cls(use_nsp=False, next_sentence_task="none")
@@ -225,11 +225,11 @@ def test_use_nsp_is_the_old_name_of_next_sentence_task(tmp_path, config_name):
 def test_a_pretraining_run_stored_under_old_names_resumes(tmp_path):
     """Runs from before the renames stored `mixed_precision`, `epsilon`,
     `num_warmup_steps` and `use_nsp` beside `next_sentence_task` ("": from use_nsp)."""
-    from tfbert.data.pretraining_instances import fold_use_nsp
-    from tfbert.tasks.pretrain_experiment import PretrainConfig
+    from tfbert.data.pretraining.instances import fold_use_nsp
+    from tfbert.runs.pretrain import PretrainConfig
     from tfbert.train.run_config import claim_model_dir
 
-    renamed = experiment.renamed_keys(PretrainConfig)
+    renamed = config_loader.renamed_keys(PretrainConfig)
     for use_nsp, task, same in ((True, "", "nsp"), (False, "", "none"), (True, "sop", "sop")):
         old = dataclasses.asdict(PretrainConfig(next_sentence_task=same))
         del old["next_sentence_task"], old["dtype_policy"]
@@ -245,15 +245,15 @@ def test_a_pretraining_run_stored_under_old_names_resumes(tmp_path):
         # export_step reads it back as a config.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)  # mixed_precision: the old name
-            cfg = experiment.from_dict(PretrainConfig, fold_use_nsp(old))
+            cfg = config_loader.from_dict(PretrainConfig, fold_use_nsp(old))
         assert cfg == PretrainConfig(next_sentence_task=same)
 
 
 def test_a_run_stored_under_old_names_resumes(tmp_path):
-    from tfbert.tasks.finetune_experiment import FinetuneConfig
+    from tfbert.runs.finetune import FinetuneConfig
     from tfbert.train.run_config import claim_model_dir
 
-    renamed = experiment.renamed_keys(FinetuneConfig)
+    renamed = config_loader.renamed_keys(FinetuneConfig)
     assert renamed == {"train.warmup_fraction": "train.warmup_ratio"}
     (tmp_path / "run_config.json").write_text('{"train": {"warmup_fraction": 0.1}}')
     claim_model_dir(str(tmp_path), {"train": {"warmup_ratio": 0.1}}, renamed=renamed)

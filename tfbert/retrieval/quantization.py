@@ -30,7 +30,7 @@ import dataclasses
 
 import numpy as np
 
-from tfbert.search import _top_k
+from tfbert.retrieval.search import _top_k
 
 PRECISIONS = ("int8", "binary")
 

@@ -1,6 +1,6 @@
 """`VectorIndex`: an approximate nearest-neighbour index of sentence embeddings (FAISS HNSW).
 
-For corpora where the exact chunked search (`tfbert.search.semantic_search`)
+For corpora where the exact chunked search (`tfbert.retrieval.search.semantic_search`)
 is too slow per query. Built on FAISS (`faiss-cpu`): `IndexHNSWFlat` over
 L2-normalized vectors with the inner product (= cosine), `M` neighbours per
 node, `ef_construction` / `ef_search` candidate lists. Why FAISS: of the
@@ -48,7 +48,7 @@ def _faiss():
     try:
         import faiss
     except ImportError:
-        raise ImportError("tfbert.index needs FAISS: pip install faiss-cpu") from None
+        raise ImportError("tfbert.retrieval.index needs FAISS: pip install faiss-cpu") from None
     return faiss
 
 
@@ -103,9 +103,9 @@ class VectorIndex:
 
     @classmethod
     def from_shards(cls, directory, model="", **kwargs):
-        """Indexes the embedding shards that `tfbert.beam_embeddings.encode_corpus`
+        """Indexes the embedding shards that `tfbert.retrieval.corpus_encoding.encode_corpus`
         wrote (their ids become the `corpus_id`s)."""
-        from tfbert.beam_embeddings import read_embedding_shards
+        from tfbert.retrieval.corpus_encoding import read_embedding_shards
 
         ids, embeddings = read_embedding_shards(directory)
         return cls.build(embeddings, ids=ids, model=model, **kwargs)

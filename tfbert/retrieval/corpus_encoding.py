@@ -5,7 +5,7 @@
                   runner="DirectRunner", beam_pipeline_options="--direct_running_mode="
                   "multi_processing --direct_num_workers=2")
     ids, embeddings = read_embedding_shards("embeddings/")
-    index = tfbert.index.VectorIndex.build(embeddings, ids=ids)
+    index = tfbert.retrieval.index.VectorIndex.build(embeddings, ids=ids)
 
 Input: JSONL rows `{"id": int, "text": str}` (ids distinct). The model: the
 strings-in embedding SavedModel that `--task=sentence_embedding` exports
@@ -49,7 +49,7 @@ try:
 except ImportError:  # the module imports without Beam; running it says what to install
     beam = None
 
-from tfbert.beam_runner import DataLossError, pipeline_options, run_to_completion, runner_label
+from tfbert.data.beam_runner import DataLossError, pipeline_options, run_to_completion, runner_label
 from tfbert.data.readers import jsonl_rows
 
 MANIFEST = "manifest.json"
@@ -229,7 +229,7 @@ def check_ids(want, got, label):
     >>> check_ids([1, 2, 3], np.array([3, 1, 1]), "DaskRunner")
     Traceback (most recent call last):
     ...
-    tfbert.beam_runner.DataLossError: Beam's DaskRunner lost data: 3 texts in, 3 embeddings out; 1 ids missing (first [2]), 1 repeated (first [1]); the output directory was left as it was.
+    tfbert.data.beam_runner.DataLossError: Beam's DaskRunner lost data: 3 texts in, 3 embeddings out; 1 ids missing (first [2]), 1 repeated (first [1]); the output directory was left as it was.
     """
     want = np.asarray(want, np.int64)
     values, counts = np.unique(got, return_counts=True)

@@ -4,7 +4,7 @@ matrix, for any chunk sizes; errors for bad shapes."""
 import numpy as np
 import pytest
 
-from tfbert.search import paraphrase_mining, semantic_search
+from tfbert.retrieval.search import paraphrase_mining, semantic_search
 
 
 def unit(x):

@@ -5,15 +5,15 @@ which runs the local writer or the Apache Beam pipeline on them, and
 
 import dataclasses
 
-from tfbert import experiment
-from tfbert.data.pretraining import write_pretraining_data
-from tfbert.data.pretraining_instances import NEXT_SENTENCE_TASKS, next_sentence_task_of
+from tfbert import config_loader
+from tfbert.data.pretraining.writer import write_pretraining_data
+from tfbert.data.pretraining.instances import NEXT_SENTENCE_TASKS, next_sentence_task_of
 from tfbert.text.masking import STRATEGIES as MASKING_STRATEGIES, MaskedLMMasker
 from tfbert.text.tokenizer import BertTokenizer
 
 
 # `use_nsp`: the pair task's old name, one release.
-@experiment.renamed(use_nsp=("next_sentence_task", next_sentence_task_of))
+@config_loader.renamed(use_nsp=("next_sentence_task", next_sentence_task_of))
 @dataclasses.dataclass
 class PretrainingDataConfig:
     """The settings of one pretraining-data run (`tools/create_pretraining_data.py`
@@ -23,31 +23,31 @@ class PretrainingDataConfig:
     output_dir: str = ""
     vocab_file: str = ""
     lower_case: bool = True
-    max_seq_length: int = experiment.at_least(5, 128)  # [CLS] a [SEP] b [SEP]
-    short_seq_prob: float = experiment.in_range(0.0, 1.0, 0.1)
-    dupe_factor: int = experiment.at_least(1, 1)
-    num_shards: int = experiment.at_least(1, 1)
+    max_seq_length: int = config_loader.at_least(5, 128)  # [CLS] a [SEP] b [SEP]
+    short_seq_prob: float = config_loader.in_range(0.0, 1.0, 0.1)
+    dupe_factor: int = config_loader.at_least(1, 1)
+    num_shards: int = config_loader.at_least(1, 1)
     seed: int = 12345
     # nsp (BERT's next sentence) | sop (ALBERT's sentence order) | none (MLM only).
-    next_sentence_task: str = experiment.one_of(NEXT_SENTENCE_TASKS, "nsp")
+    next_sentence_task: str = config_loader.one_of(NEXT_SENTENCE_TASKS, "nsp")
     static_masking: bool = False
-    masking_strategy: str = experiment.one_of(MASKING_STRATEGIES, "token")
-    masked_lm_prob: float = experiment.in_range(0.0, 1.0, 0.15, high_open=True)
-    max_predictions_per_seq: int = experiment.at_least(1, 20)
+    masking_strategy: str = config_loader.one_of(MASKING_STRATEGIES, "token")
+    masked_lm_prob: float = config_loader.in_range(0.0, 1.0, 0.15, high_open=True)
+    max_predictions_per_seq: int = config_loader.at_least(1, 20)
     # Documents tokenized at a time.
-    buffer_documents: int = experiment.at_least(1, 1000)
+    buffer_documents: int = config_loader.at_least(1, 1000)
     # Reservoir of documents for random "next" segments.
-    random_next_pool: int = experiment.at_least(2, 10000)
+    random_next_pool: int = config_loader.at_least(2, 10000)
     # Instances per temporary shuffle bucket (memory unit).
-    bucket_instances: int = experiment.at_least(1, 50000)
+    bucket_instances: int = config_loader.at_least(1, 50000)
     # Share of documents held out in <output_dir>/eval/.
-    eval_fraction: float = experiment.in_range(0.0, 1.0, 0.01, high_open=True)
+    eval_fraction: float = config_loader.in_range(0.0, 1.0, 0.01, high_open=True)
     runner: str = ""  # empty: the local writer; else an Apache Beam runner
     beam_pipeline_options: str = ""  # more Beam options, e.g. "--project=p --region=r"
     dask_address: str = ""  # --runner=DaskRunner: the scheduler, e.g. tcp://10.0.0.5:8786
 
     def __post_init__(self):
-        experiment.validate(self)
+        config_loader.validate(self)
 
 
 def create_pretraining_data(cfg, log=print):
@@ -57,7 +57,7 @@ def create_pretraining_data(cfg, log=print):
         if not getattr(cfg, name):
             raise ValueError(f"--{name} is required.")
     if cfg.runner:
-        from tfbert.data.pretraining_beam import run_pipeline
+        from tfbert.data.pretraining.beam import run_pipeline
 
         return run_pipeline(cfg, log=log)
     if cfg.dask_address:

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from tfbert.data.pretraining_documents import decode_document
+from tfbert.data.pretraining.documents import decode_document
 
 # The binary pair task: "nsp" (BERT: B is the next segment or a random one),
 # "sop" (ALBERT: A and B are consecutive, in order or swapped), "none".

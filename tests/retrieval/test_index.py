@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("faiss")
 
-from tfbert.index import VectorIndex
-from tfbert.search import semantic_search
+from tfbert.retrieval.index import VectorIndex
+from tfbert.retrieval.search import semantic_search
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def test_finds_the_exact_neighbours_and_reloads_fresh(embedded, tmp_path, run_py
     np.save(tmp_path / "q.npy", queries)
     out = run_python(f"""
 import json, numpy as np
-from tfbert.index import VectorIndex
+from tfbert.retrieval.index import VectorIndex
 index = VectorIndex.load({path!r}, dim=384, model="minilm")
 hits = index.search(np.load({str(tmp_path / 'q.npy')!r}), top_k=5)
 print(json.dumps([[h["corpus_id"] for h in r] for r in hits]))
@@ -48,7 +48,7 @@ print(json.dumps([[h["corpus_id"] for h in r] for r in hits]))
 
 def test_rerank_over_the_index(embedded, minilm_bi_encoder, docstring_rows):
     from tfbert import BertConfig, BertEncoder, CrossEncoder
-    from tfbert.rerank import retrieve_and_rerank
+    from tfbert.retrieval.rerank import retrieve_and_rerank
 
     corpus, _ = embedded
     ce = CrossEncoder.from_encoder(BertEncoder(BertConfig.from_preset("tiny", num_layers=1)),

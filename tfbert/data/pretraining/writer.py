@@ -6,11 +6,10 @@ output directory, the document-count and no-instance errors, moving the
 shards into place, removing an earlier run's shards, the metadata and the
 final log line. A runner only writes the shards into the temporary
 directory and counts: the local writer below (`write_pretraining_data`), or
-Apache Beam (`tfbert.data.pretraining_beam`) for corpora beyond one machine.
+Apache Beam (`tfbert.data.pretraining.beam`) for corpora beyond one machine.
 The jobs they share have their own modules: reading the corpus
-(`pretraining_documents`), building instances (`pretraining_instances`), the
-record format (`pretraining_records`) and the `tf.data` reader
-(`pretraining_dataset`).
+(`documents`), building instances (`instances`), the record format
+(`records`) and the `tf.data` reader (`dataset`), all in this package.
 
 The local writer makes shards whose order does not depend on the order of
 the corpus, with memory bounded by a bucket, not by the corpus:
@@ -40,15 +39,15 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert.atomic import write_json
-from tfbert.data.pretraining_dataset import pretraining_dataset, read_metadata
-from tfbert.data.pretraining_documents import (
+from tfbert.data.pretraining.dataset import pretraining_dataset, read_metadata
+from tfbert.data.pretraining.documents import (
     batches, decode_document, documents_from_lines, encode_document, expand_files,
     read_documents, sentence_tokenizer, tokenize_documents)
-from tfbert.data.pretraining_instances import (
+from tfbert.data.pretraining.instances import (
     NEXT_SENTENCE_TASKS, InstanceBuilder, NoOtherDocumentError, RandomDocumentPool,
     decode_instance, encode_instance, next_sentence_task_or_use_nsp,
     resolve_next_sentence_task)
-from tfbert.data.pretraining_records import (
+from tfbert.data.pretraining.records import (
     EVAL_DIR, METADATA_FILE, SHARD_PATTERN, RecordFormat, empty_stats, serialize_instances)
 
 # What callers import from here (tools, tests, docs); the rest is in the job modules.

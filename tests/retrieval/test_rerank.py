@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from tfbert import BertConfig, BertEncoder, CrossEncoder
-from tfbert.rerank import retrieve_and_rerank
-from tfbert.search import semantic_search
+from tfbert.retrieval.rerank import retrieve_and_rerank
+from tfbert.retrieval.search import semantic_search
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ import os
 import time
 from typing import Union
 
-from tfbert import experiment
+from tfbert import config_loader
 from tfbert.train.distill import DistillConfig
 from tfbert.train.train_config import TrainConfig
 
@@ -44,7 +44,7 @@ class DistillExperimentConfig:
     # The teacher: a task SavedModel export (mode task) or a tfbert checkpoint.
     teacher: str = ""
     # init_student: which teacher layers the student keeps.
-    every_k: int = experiment.at_least(0, 0)  # 0: use `layers`
+    every_k: int = config_loader.at_least(0, 0)  # 0: use `layers`
     layers: list = dataclasses.field(default_factory=list)
     output_dir: str = ""
     # The student (task / general): a tfbert checkpoint, or preset + encoder + vocab.
@@ -56,20 +56,20 @@ class DistillExperimentConfig:
     # task mode: a transfer set of this many augmented copies of the training
     # sentences (words swapped for neighbours in augment_checkpoint's word
     # embeddings; default: init_checkpoint), labelled by the teacher.
-    augment_copies: int = experiment.at_least(0, 0)
+    augment_copies: int = config_loader.at_least(0, 0)
     augment_checkpoint: str = ""
     # task mode: unlabelled in-domain text the teacher labels too (a .txt, one
     # text per line, or a file in the task's format; labels are not needed).
     transfer_file: str = ""
     # general mode: masked-LM data and schedule.
     train_files: str = ""
-    max_predictions_per_seq: int = experiment.at_least(1, 20)
-    num_train_steps: int = experiment.at_least(1, 1000)
+    max_predictions_per_seq: int = config_loader.at_least(1, 20)
+    num_train_steps: int = config_loader.at_least(1, 1000)
     model_dir: str = ""
     export_dir: str = ""
 
     def __post_init__(self):
-        experiment.validate(self)
+        config_loader.validate(self)
 
 
 def distill(mode, cfg, task_name="classification", overrides=(), source="config",
@@ -90,7 +90,7 @@ def distill(mode, cfg, task_name="classification", overrides=(), source="config"
 
 def student_config(cfg):
     """BertConfig of a randomly initialised student (None with a checkpoint)."""
-    from tfbert.tasks.finetune_experiment import random_init_config
+    from tfbert.runs.finetune import random_init_config
 
     return random_init_config(cfg, what="a randomly initialised student")
 
@@ -111,7 +111,7 @@ def init_student_mode(cfg):
 def task_mode(cfg, task_name, overrides=(), source="config", overwrite=False):
     from tfbert.tasks import get_task
     from tfbert.tasks.distillation import DistillationTask
-    from tfbert.tasks.finetune_experiment import task_config_of
+    from tfbert.runs.finetune import task_config_of
     from tfbert.tasks.runner import finetune
     from tfbert.train.run_config import claim_model_dir
 
@@ -129,7 +129,7 @@ def task_mode(cfg, task_name, overrides=(), source="config", overwrite=False):
     claim_model_dir(cfg.model_dir, {"mode": "task", "task_name": task_name,
                                     **dataclasses.asdict(cfg)},
                     overwrite=overwrite, name="distill_config.json",
-                    renamed=experiment.renamed_keys(DistillExperimentConfig))
+                    renamed=config_loader.renamed_keys(DistillExperimentConfig))
     export_dir = cfg.export_dir or os.path.join(cfg.model_dir, "export", str(int(time.time())))
     result = finetune(task, cfg.train, cfg.model_dir, init_checkpoint=cfg.init_checkpoint or None,
                       encoder_config=random_init, vocab_file=cfg.vocab_file or None,
@@ -142,7 +142,7 @@ def general_mode(cfg):
     import keras
 
     from tfbert import checkpoint
-    from tfbert.data.pretraining import pretraining_dataset
+    from tfbert.data.pretraining.writer import pretraining_dataset
     from tfbert.encoder import BertEncoder
     from tfbert.models.pretrainer import BertPretrainer
     from tfbert.text.masking import MaskedLMMasker

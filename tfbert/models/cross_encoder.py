@@ -5,7 +5,7 @@ The user-facing model, shaped like sentence-transformers' `CrossEncoder`:
 sentence-transformers does for a one-label model; `activation=None` gives
 the logits), and `rank(query, passages, top_k)` gives
 `[{"corpus_id": int, "score": float}, ...]` best first. Underneath it is the
-one-output pair classifier of `tfbert.tasks.cross_encoder` (a
+one-output pair classifier that `tools/finetune.py --task=cross_encoder` trains (a
 `BertClassifier` on [CLS]'s pooler, or on the mean of the token states when the
 checkpoint says `pooling: mean`); texts are packed as `[CLS] query [SEP] passage
 [SEP]` and each batch padded to its longest pair.
@@ -33,7 +33,7 @@ import tensorflow as tf
 from tfbert import checkpoint
 from tfbert.encoder import BertEncoder
 from tfbert.models.classifier import POOLING, BertClassifier
-from tfbert.text.packer import trim_to_longest
+from tfbert.text.packer import trim_to_bucket, trim_to_longest
 from tfbert.text.preprocessor import BertPreprocessor
 
 ACTIVATIONS = ("sigmoid", None)
@@ -157,18 +157,39 @@ class CrossEncoder:
 
     def save_pretrained(self, out_dir):
         """Writes a tfbert checkpoint that `from_pretrained` reloads."""
-        from tfbert.tasks.cross_encoder import save_cross_encoder
-
         return save_cross_encoder(self.model, self.preprocessor, out_dir)
 
     def export(self, export_dir, jit_compile=False):
         """Strings-in SavedModel: `serving_default(query, passage)` (two
         tf.string `[batch]`) -> `logits`, `score` (sigmoid), `[batch]`."""
-        from tfbert.tasks.cross_encoder import CrossEncoderTask
+        return export_cross_encoder(self.model, self.preprocessor, export_dir,
+                                    jit_compile=jit_compile)
 
-        task = CrossEncoderTask({"seq_length": self.preprocessor.seq_length})
-        task.prepare(self.preprocessor)
-        return task.export(self.model, export_dir, jit_compile=jit_compile)
+
+def cross_encoder_outputs(logits):
+    """`logits` `[batch]` and `score` = sigmoid(logits) of a one-output head's
+    `[batch, 1]` logits (graph ops: prediction and the export)."""
+    logits = logits[:, 0]
+    return {"logits": logits, "score": tf.sigmoid(logits)}
+
+
+def export_cross_encoder(model, preprocessor, export_dir, jit_compile=False, bucketing=True):
+    """Strings-in SavedModel of a one-output pair classifier: `serving_default`
+    (`query`, `passage`) -> `logits`, `score`; `serving_ids` on the three int
+    tensors. `bucketing`: each batch is cut to a bucket of its longest pair."""
+    # The export package builds on models, not the other way round: imported here.
+    from tfbert.export.compiled_call import compiled_call
+    from tfbert.export.task_model import export_task_model
+
+    call = compiled_call(model, jit_compile)
+
+    def serve_text(texts):
+        inputs = preprocessor([texts["query"], texts["passage"]])
+        return cross_encoder_outputs(call(trim_to_bucket(inputs) if bucketing else inputs))
+
+    return export_task_model(export_dir, serve_text, lambda ids: cross_encoder_outputs(call(ids)),
+                             ("query", "passage"), track=[model, preprocessor],
+                             warmup_shapes=call.shapes(preprocessor.seq_length))
 
 
 def check_pairs(pairs):
@@ -191,3 +212,15 @@ def check_pairs(pairs):
         queries.append(pair[0])
         passages.append(pair[1])
     return queries, passages
+
+
+def save_cross_encoder(model, preprocessor, out_dir, source="tfbert.CrossEncoder"):
+    """Writes a one-output `BertClassifier` and its vocabulary as a tfbert
+    checkpoint (head `classifier/kernel`, `classifier/bias`), atomically."""
+    head = model.get_layer("logits")
+    return checkpoint.save_checkpoint(
+        out_dir, model.encoder.config, model.encoder.get_named_weights(),
+        preprocessor.vocab.tokens, preprocessor.lower_case,
+        head_weights={"classifier": {"kernel": head.kernel.numpy(), "bias": head.bias.numpy()}},
+        source=source, cross_encoder={"max_seq_length": preprocessor.seq_length,
+                                      "pooling": model.pooling})

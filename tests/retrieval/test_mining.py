@@ -8,7 +8,7 @@ import pytest
 
 from tfbert.data.pairs import read_pairs
 from tfbert.data.rerank_rows import read_rerank_rows
-from tfbert.mining import mine_hard_negatives, training_rows, write_rows
+from tfbert.retrieval.mining import mine_hard_negatives, training_rows, write_rows
 
 
 def test_guards_against_brute_force(minilm_bi_encoder, docstring_rows):

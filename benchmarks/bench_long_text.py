@@ -6,7 +6,7 @@
 A MiniLM-shaped classifier (6 layers, hidden 384; random weights: speed
 does not depend on them) with `long_text=windows`, `seq_length` 128 and the
 default stride (half a window), `max_windows` high enough for the longest
-document. Documents are real man page text (`long_docs.py`), cut to exactly
+document. Documents are real man page text (`benchmarks/common/long_docs.py`), cut to exactly
 N wordpieces. Each call holds 8 documents, so one call runs the windows of
 several documents together. Cost is linear in length when wordpieces per
 second stay level across the three lengths (the `per 1k wordpieces` column).
@@ -24,7 +24,7 @@ DOCS_PER_CALL = 8
 
 def documents(preprocessor, length, count):
     """`count` real texts of exactly `length` wordpieces (man pages, joined)."""
-    from benchmarks.long_docs import man_pages
+    from benchmarks.common.long_docs import man_pages
 
     words = " ".join(text for _, text in man_pages("8")[:200]).split()
     out, start = [], 0

@@ -72,8 +72,8 @@ def one_run(task, checkpoint, work, seed, rank):
 
 def run(tasks=tuple(TASKS), seeds=(0, 1, 2), rank=8, work=None):
     """Returns the report lines (Markdown); per-seed lines are printed as they finish."""
-    from benchmarks.minilm import minilm_checkpoint
-    from benchmarks.seed_stats import format_seed_stats
+    from benchmarks.common.minilm import minilm_checkpoint
+    from benchmarks.common.seed_stats import format_seed_stats
 
     work = work or tempfile.mkdtemp(prefix="bench_lora_")
     checkpoint = minilm_checkpoint(work)

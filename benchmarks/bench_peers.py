@@ -28,8 +28,9 @@ makes every number smaller):
 - the accuracy those fast paths keep: one classifier fine-tuned from the same
   weights (the docstring-family task, 500 dev sentences), its dev accuracy
   run by each tfbert path;
-- effective (non-padding) tokens/s on real text: `bench_bucketing`, for
-  inference and for a fine-tuning epoch (with dev accuracy).
+- effective (non-padding) tokens/s on real text: `bench_bucketing`'s rows
+  (`benchmarks.common.bucketing`), for inference and for a fine-tuning epoch
+  (with dev accuracy).
 
 The CPU model and the flags that pick the fast kernels (AVX2, AVX-512,
 AVX-512 BF16/VNNI, AMX) head the report.
@@ -41,11 +42,16 @@ missing. Weights are random: speed does not depend on their values.
 
 import json
 import os
+import sys
 import time
 
 import numpy as np
 
-SEQ = 128
+if __name__ == "__main__":  # `benchmarks.common` when run as a script
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks.common.engines import (SEQ, cpu_info, load_average, onnx_variants, openvino_model,
+                                       ort_session, tflite_interpreter)
 SHAPES = {
     # name: (layers, hidden, heads, intermediate, inference batch)
     "MiniLM": (6, 384, 12, 1536, 32),
@@ -62,10 +68,6 @@ def flops_per_sequence(layers, hidden, intermediate, seq=SEQ):
     projections = 2 * seq * (4 * hidden * hidden + 2 * hidden * intermediate)
     attention = 2 * 2 * seq * seq * hidden
     return layers * (projections + attention)
-
-
-def _load():
-    return round(os.getloadavg()[0], 2)
 
 
 def _interleaved(rows, repeats):
@@ -124,7 +126,7 @@ def matmul_peak(size=2048, repeats=5):
 def preprocessing(vocab_file, count=5000, batch=256, repeats=3):
     import tensorflow as tf
 
-    from benchmarks.bench_tokenizer import real_sentences
+    from benchmarks.common.corpora import real_sentences
     from tfbert import BertPreprocessor
 
     sentences = real_sentences(count)
@@ -323,116 +325,9 @@ def train_rows(shape):
 ENGINE_BATCH = 32
 
 
-def cpu_info():
-    """CPU model name and the flags that decide the fast paths (from
-    /proc/cpuinfo; `lscpu` shows the same)."""
-    model, flags = "unknown", set()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() == "model name" and model == "unknown":
-                    model = value.strip()
-                elif key.strip() == "flags" and not flags:
-                    flags = set(value.split())
-    except OSError:
-        pass
-    wanted = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni",
-              "amx_tile", "amx_bf16", "amx_int8", "avx512_fp16")
-    return {"model": model, "cores": os.cpu_count(),
-            "flags": [name for name in wanted if name in flags]}
-
-
 def _engine_ids(vocab_size, batch, seq):
     low = min(1000, vocab_size // 2)
     return np.random.default_rng(0).integers(low, vocab_size, size=(batch, seq)).astype("int64")
-
-
-def export_onnx(model_dir, path, seq=SEQ):
-    """transformers `BertModel` -> ONNX (TorchScript exporter, opset 17),
-    batch and sequence dynamic, outputs `last_hidden_state` and
-    `pooler_output`. Eager attention: ONNX Runtime's transformer optimizer
-    fuses its pattern into `Attention` (the SDPA export is left unfused)."""
-    import torch
-    import transformers
-
-    model = transformers.BertModel.from_pretrained(model_dir, attn_implementation="eager").eval()
-
-    class Outputs(torch.nn.Module):
-        def __init__(self, bert):
-            super().__init__()
-            self.bert = bert
-
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            out = self.bert(input_ids=input_ids, attention_mask=attention_mask,
-                            token_type_ids=token_type_ids)
-            return out.last_hidden_state, out.pooler_output
-
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    ids = torch.ones((2, seq), dtype=torch.long)
-    torch.onnx.export(Outputs(model), (ids, ids, torch.zeros_like(ids)), path,
-                      input_names=names, output_names=["last_hidden_state", "pooler_output"],
-                      dynamic_axes={n: {0: "batch", 1: "seq"} for n in names},
-                      opset_version=17, dynamo=False)
-    return model.config
-
-
-def onnx_variants(model_dir, workdir, seq=SEQ):
-    """{"fp32": fused model path, "int8": its dynamic int8 quantization,
-    "plain": the unoptimized export} plus the fused-operator counts."""
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-    from onnxruntime.transformers import optimizer
-
-    plain = os.path.join(workdir, "model.onnx")
-    config = export_onnx(model_dir, plain, seq)
-    fused = optimizer.optimize_model(plain, model_type="bert", num_heads=config.num_attention_heads,
-                                     hidden_size=config.hidden_size)
-    stats = {k: v for k, v in fused.get_fused_operator_statistics().items() if v}
-    paths = {"plain": plain, "fp32": os.path.join(workdir, "model_fused.onnx"),
-             "int8": os.path.join(workdir, "model_fused_int8.onnx")}
-    fused.save_model_to_file(paths["fp32"])
-    # The fused ops (Attention, SkipLayerNormalization...) are com.microsoft
-    # ops that ONNX shape inference cannot type: float is their type here.
-    quantize_dynamic(paths["fp32"], paths["int8"], weight_type=QuantType.QInt8,
-                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
-    return paths, stats
-
-
-def ort_session(path, threads=None):
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads or os.cpu_count()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-
-
-def openvino_model(onnx_path, precision=None):
-    """OpenVINO compiled for the CPU: `precision="f32"` forces fp32; None
-    keeps OpenVINO's default (bf16 where the CPU has AMX / AVX-512 BF16).
-    Returns (compiled model, the precision it runs)."""
-    import openvino as ov
-
-    core = ov.Core()
-    config = {"INFERENCE_PRECISION_HINT": precision} if precision else {}
-    compiled = core.compile_model(core.read_model(onnx_path), "CPU", config)
-    return compiled, str(compiled.get_property("INFERENCE_PRECISION_HINT"))
-
-
-def tflite_interpreter(path, threads=None, custom_ops=False):
-    """LiteRT with its default XNNPACK delegate (latest features on: XNNPACK
-    then runs dynamic-range int8 fully-connected layers with int8 kernels)."""
-    from ai_edge_litert import interpreter as litert
-
-    kwargs = dict(model_path=path, num_threads=threads or os.cpu_count(),
-                  experimental_default_delegate_latest_features=True)
-    if custom_ops:
-        import tensorflow_text as tf_text
-
-        return litert.InterpreterWithCustomOps(
-            custom_op_registerers=tf_text.tflite_registrar.SELECT_TFTEXT_OPS, **kwargs)
-    return litert.Interpreter(**kwargs)
 
 
 # TensorFlow reads these oneDNN switches once, at start-up, so their rows run
@@ -480,7 +375,6 @@ class ChildRow:
 
     def __init__(self, ckpt, dtype, ids, workdir, env, name):
         import subprocess
-        import sys
 
         ids_path = os.path.join(workdir, f"child_ids_{len(os.listdir(workdir))}.npy")
         np.save(ids_path, ids)
@@ -621,7 +515,7 @@ def engines(model_dir, repeats=3, batch=ENGINE_BATCH, seq=SEQ, use_torch_compile
     import tempfile
 
     with tempfile.TemporaryDirectory() as workdir:
-        before = _load()
+        before = load_average()
         rows, pooled, notes = engine_rows(model_dir, workdir, batch, seq, use_torch_compile,
                                           torch_bf16)
         try:
@@ -630,7 +524,7 @@ def engines(model_dir, repeats=3, batch=ENGINE_BATCH, seq=SEQ, use_torch_compile
             for row in rows.values():
                 if isinstance(row, ChildRow):
                     row.close()
-    after = _load()
+    after = load_average()
     reference = pooled.get("PyTorch fp32 eager")
     tf_reference = pooled["tfbert fp32 XLA"]
     result = {}
@@ -754,7 +648,7 @@ def run(repeats=3, shapes=None, preprocess_count=5000, bucketing_count=2000,
     cpu = cpu_info()
     report = {"machine": {"cores": os.cpu_count(), "tensorflow": tf.__version__,
                           "cpu": cpu["model"], "cpu_flags": cpu["flags"]},
-              "load_average_start": _load()}
+              "load_average_start": load_average()}
     lines = [f"peers: load average {report['load_average_start']} at start, "
              f"{os.cpu_count()} cores, TF {tf.__version__}",
              f"CPU: {cpu['model']}; flags: {' '.join(cpu['flags']) or 'none of the fast ones'}"]
@@ -787,7 +681,7 @@ def run(repeats=3, shapes=None, preprocess_count=5000, bucketing_count=2000,
     for shape, dims in (shapes or SHAPES).items():
         layers, hidden, _, intermediate, batch = dims
         flops = flops_per_sequence(layers, hidden, intermediate)
-        before = _load()
+        before = load_average()
         best = _interleaved(inference_rows(dims, use_torch_compile, torch_bf16), repeats)
         rates = {name: batch / seconds for name, seconds in best.items()}
         report["inference_seq_per_s"][shape] = rates
@@ -797,7 +691,7 @@ def run(repeats=3, shapes=None, preprocess_count=5000, bucketing_count=2000,
             if not name.startswith("tfbert"):
                 precision = "bf16" if "bf16" in name else "fp32"
                 top_peer[precision] = max(top_peer.get(precision, 0), rate)
-        lines += ["", f"| {shape} inference b{batch} x {SEQ} (load {before} -> {_load()}) "
+        lines += ["", f"| {shape} inference b{batch} x {SEQ} (load {before} -> {load_average()}) "
                   f"| seq/s | % of fp32 peak | / best peer, same precision |",
                   "|---|---|---|---|"]
         for name, rate in rates.items():
@@ -807,13 +701,13 @@ def run(repeats=3, shapes=None, preprocess_count=5000, bucketing_count=2000,
                          f"| {ratio} |")
         keras.backend.clear_session()
 
-        before = _load()
+        before = load_average()
         best = _interleaved(train_rows(dims), repeats)
         rates = {name: TRAIN_BATCH / seconds for name, seconds in best.items()}
         report["train_seq_per_s"][shape] = rates
         torch_rate = rates.get("PyTorch eager")
         lines += ["", f"| {shape} train step b{TRAIN_BATCH} x {SEQ}, AdamW (load {before} -> "
-                  f"{_load()}) | seq/s | tfbert / row |", "|---|---|---|"]
+                  f"{load_average()}) | seq/s | tfbert / row |", "|---|---|---|"]
         for name, rate in rates.items():
             lines.append(f"| {name} | {rate:.2f} | {rates['tfbert XLA'] / rate:.2f}x |")
         if torch_rate is None:
@@ -844,13 +738,13 @@ def run(repeats=3, shapes=None, preprocess_count=5000, bucketing_count=2000,
             keras.backend.clear_session()
 
     if bucketing_count:
-        from benchmarks import bench_bucketing
+        from benchmarks.common import bucketing
 
-        bucket_lines = bench_bucketing.run(count=bucketing_count, repeats=repeats,
+        bucket_lines = bucketing.run(count=bucketing_count, repeats=repeats,
                                            finetune=finetune_epoch)
         report["bucketing"] = bucket_lines
         lines += [""] + bucket_lines
-    report["load_average_end"] = _load()
+    report["load_average_end"] = load_average()
     lines.append(f"peers: load average {report['load_average_end']} at the end")
     if json_path:
         with open(json_path, "w", encoding="utf-8") as f:

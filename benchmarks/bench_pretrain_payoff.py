@@ -14,7 +14,7 @@ models fine-tuned from it, against random init.
    standard-library modules a docstring sentence comes from (files/OS,
    networking/mail, text processing, numbers/dates, concurrency; those
    modules' docstrings are left out of the corpus); `manpages`, the manual
-   section of a man page from its first 200 words (`benchmarks/long_docs.py`;
+   section of a man page from its first 200 words (`benchmarks/common/long_docs.py`;
    man pages are not in the corpus).
 3. A WordPiece vocab learned from the corpus (tools/build_vocab.py) and the
    shards (tools/create_pretraining_data.py). The tools run as
@@ -36,8 +36,6 @@ PNG of dev accuracy against steps or minutes.
 """
 
 import csv
-import glob
-import gzip
 import os
 import random
 import re
@@ -56,32 +54,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def share_doc_documents(max_bytes):
-    """Paragraph groups of the text files under /usr/share/doc (plain or .gz)."""
-    total = 0
-    for path in sorted(glob.glob("/usr/share/doc/**/*", recursive=True)):
-        name = os.path.basename(path).lower()
-        if not os.path.isfile(path) or not re.search(r"(readme|\.txt|\.md|\.rst|news|faq)", name):
-            continue
-        if name.startswith("changelog") or "copyright" in name:
-            continue
-        try:
-            opener = gzip.open if path.endswith(".gz") else open
-            with opener(path, "rt", encoding="utf-8", errors="strict") as f:
-                text = f.read()
-        except (OSError, UnicodeDecodeError, EOFError):
-            continue
-        sentences = sentences_of(text)
-        if len(sentences) >= 2:
-            total += sum(len(s) for s in sentences)
-            yield sentences
-            if total >= max_bytes:
-                return
-
-
 def build_data(work, max_doc_bytes=4_000_000, per_class=400, seed=0):
     """Writes corpus.txt (pretraining) and train.tsv / dev.tsv (task); returns counts."""
     import pydoc_data.topics
+
+    from benchmarks.common.corpora import share_doc_documents
 
     stdlib = sysconfig.get_paths()["stdlib"]
     documents = []
@@ -310,13 +287,13 @@ def corpus_and_tasks(work):
     counts with the man-page task's."""
     import json
 
-    from benchmarks.long_docs import build_long_docs
+    from benchmarks.common.long_docs import build_long_docs
 
     counts_path = os.path.join(work, "counts.json")
     if not os.path.isfile(counts_path):
         counts = build_data(work)
         # The second task: a man page's section from its first 200 words (out of
-        # the corpus's domain; benchmarks/long_docs.py).
+        # the corpus's domain; benchmarks/common/long_docs.py).
         counts["manpages"] = build_long_docs(os.path.join(work, "manpages"), 125, 75,
                                              min_words=100, max_words=200)
         write_json(counts_path, counts)
@@ -430,7 +407,7 @@ def domain_adaptation(work, minutes=30, seeds=(0, 1, 2), new_words=500):
     (configs/pretrain_domain.yaml), as released and with `new_words` frequent
     corpus words in its `[unusedN]` slots (tools/extend_vocab.py), then
     fine-tuned on both tasks with `seeds`, beside MiniLM fine-tuned directly."""
-    from benchmarks.minilm import minilm_checkpoint
+    from benchmarks.common.minilm import minilm_checkpoint
 
     corpus_and_tasks(work)
     minilm = minilm_checkpoint(work)
@@ -463,7 +440,7 @@ def slug(label):
 def score_table(scores, runs, baseline, num_seeds):
     """Markdown rows: each source's dev accuracy on each task (mean, sd, worst
     seed) and its worst per-seed gain over `baseline` (same seeds)."""
-    from benchmarks.seed_stats import format_seed_stats
+    from benchmarks.common.seed_stats import format_seed_stats
 
     tasks = list(scores)
     lines = ["| model | pretraining (updates, s) | " + " | ".join(
@@ -520,7 +497,7 @@ def run_budgets(budgets=(15, 30, 60), seeds=(0, 1, 2), work=None, plot_path=None
     sources.update({name: dict(init_checkpoint=summary["checkpoint"])
                     for name, summary in runs.items()})
     if ceiling:
-        from benchmarks.minilm import minilm_checkpoint
+        from benchmarks.common.minilm import minilm_checkpoint
 
         sources["all-MiniLM-L6-v2"] = dict(init_checkpoint=minilm_checkpoint(work))
     scores = {task: {name: finetune_dev_accuracy(work, slug(name), seeds, task=task,

@@ -20,7 +20,7 @@ file: SQuAD v2 with the official rules (the reference's logits go through
 tfbert's span search), GLUE accuracy, seqeval entity F1.
 
 Tasks:
-- `squad`: SQuAD v2.0 built from Python documentation (`squad_docs.py`:
+- `squad`: SQuAD v2.0 built from Python documentation (`common/squad_docs.py`:
   240 train / 300 dev questions, a third unanswerable, seq_length 64 with
   `doc_stride` 32: three windows or more per context);
 - `docstrings`: which standard-library family a docstring sentence is from
@@ -28,7 +28,7 @@ Tasks:
 - `sentiment`: the shipped sentiment sentences (160 train / 40 dev);
 - `ner`: the shipped CoNLL files;
 - `long_docs`, `long_docs_128`, `long_docs_512`: the manual section of a man page
-  (`long_docs.py`: 4 sections, 60 train / 40 dev pages each, up to 800 words,
+  (`common/long_docs.py`: 4 sections, 60 train / 40 dev pages each, up to 800 words,
   median about 700 words, 900 wordpieces), read as windows of 128 wordpieces
   (`task.long_text=windows`, `doc_overlap=32`, the windows' logits averaged), or cut at 128 or
   512 wordpieces. The reference for `long_docs` trains on the same windows,
@@ -36,7 +36,7 @@ Tasks:
   (chunk-and-average);
 - `multilabel`: which of 7 things (exceptions, True/False, None, files, bytes,
   iteration, concurrency) the first 48 words of a standard-library docstring
-  mention (`docstring_multilabel.py`; 800 train / 400 dev, most with no label),
+  mention (`common/docstring_multilabel.py`; 800 train / 400 dev, most with no label),
   micro-F1; both choose one threshold by micro-F1 on tfbert's held-out 10%
   (the reference, `problem_type="multi_label_classification"`, trains on the
   other 90% for this; its figure at the usual fixed 0.5 is printed too);
@@ -53,7 +53,6 @@ metric, and for SQuAD how many seeds answer "" to every dev question.
 """
 
 import dataclasses
-import math
 import os
 import shutil
 import tempfile
@@ -117,11 +116,11 @@ def task_for(name, data_dir):
 
 
 def build_data(data_dir):
-    from benchmarks.docstring_multilabel import build_multilabel_task
+    from benchmarks.common.docstring_multilabel import build_multilabel_task
     from tfbert.datasets.docstring_pairs import docstring_pairs
     from tfbert.datasets.docstring_families import build_docstring_task
-    from benchmarks.long_docs import build_long_docs
-    from benchmarks.squad_docs import build_squad_docs
+    from benchmarks.common.long_docs import build_long_docs
+    from benchmarks.common.squad_docs import build_squad_docs
 
     # 300 dev questions: one is 0.33 F1, so a 5-F1 spread over seeds is ~15
     # questions, not ~5 (the first 30 dev paragraphs are the earlier 90-question
@@ -202,29 +201,8 @@ def _arrays(batches, seq_length, label_keys=()):
     return {k: np.concatenate(v).astype("int64") for k, v in out.items()}
 
 
-def _torch_train(model, n, recipe, seed, batch_loss):
-    """The reference loop (`torch_reference`): every example once per epoch in
-    a seeded order (the last partial batch kept), `batch_loss(rows)`, then one
-    optimizer step; the last epoch is kept."""
-    import torch
-
-    from benchmarks.torch_reference import adamw_with_warmup, step
-
-    batch, epochs = recipe["batch_size"], recipe["epochs"]
-    optimizer, schedule = adamw_with_warmup(model, recipe["learning_rate"],
-                                            math.ceil(n / batch) * epochs)
-    generator = torch.Generator().manual_seed(seed)
-    model.train()
-    for _ in range(epochs):
-        order = torch.randperm(n, generator=generator).numpy()
-        for i in range(0, n, batch):
-            step(model, batch_loss(order[i:i + batch]), optimizer, schedule)
-    model.eval()
-    return model
-
-
 def _torch_fit(model, arrays, recipe, seed):
-    """`_torch_train` on padded arrays, each batch cut to its longest row."""
+    """`torch_train` on padded arrays, each batch cut to its longest row."""
     import numpy as np
     import torch
 
@@ -234,7 +212,9 @@ def _torch_fit(model, arrays, recipe, seed):
         return model(**{k: torch.from_numpy(np.ascontiguousarray(
             v[rows][:, :longest] if v.ndim == 2 else v[rows])) for k, v in arrays.items()}).loss
 
-    return _torch_train(model, len(arrays["input_ids"]), recipe, seed, batch_loss)
+    from benchmarks.common.torch_reference import torch_train
+
+    return torch_train(model, len(arrays["input_ids"]), recipe, seed, batch_loss)
 
 
 def _torch_logits(model, inputs, *keys):
@@ -344,6 +324,7 @@ def _sentence_transformers_run(data_dir, hf_dir, recipe, seed):
     same pairs and recipe; held-out recall@1 by tfbert's retrieval metric."""
     from sentence_transformers import SentenceTransformer, losses
 
+    from benchmarks.common.torch_reference import torch_train
     from tfbert.data import pairs as pair_readers
     from tfbert.metrics.retrieval import retrieval_metrics
 
@@ -353,7 +334,7 @@ def _sentence_transformers_run(data_dir, hf_dir, recipe, seed):
     model = SentenceTransformer(str(hf_dir), device="cpu")
     model.max_seq_length = 48
     loss = losses.MultipleNegativesRankingLoss(model, scale=20.0)
-    _torch_train(model, len(train.anchor), recipe, seed, lambda rows: loss(
+    torch_train(model, len(train.anchor), recipe, seed, lambda rows: loss(
         [model.tokenize([train.anchor[r] for r in rows]),
          model.tokenize([train.positive[r] for r in rows])], None))
     queries = model.encode(list(dev.anchor), batch_size=64)
@@ -367,14 +348,14 @@ def run(tasks=TASK_NAMES, seeds=(0, 1, 2), work=None, hf_dir=None, reference=Tru
         min_steps=None):
     """Runs every task over `seeds`; returns the report lines (Markdown)."""
     if "rerank" in tasks:  # retrieval + reranking: its own table (benchmarks/bench_rerank.py)
-        from benchmarks import bench_rerank
+        from benchmarks.common import rerank_quality
 
         rest = [t for t in tasks if t != "rerank"]
         lines = run(rest, seeds, work, hf_dir, reference, min_steps) if rest else []
-        return lines + [""] + bench_rerank.run(seeds, os.path.join(work or tempfile.mkdtemp(
+        return lines + [""] + rerank_quality.run(seeds, os.path.join(work or tempfile.mkdtemp(
             prefix="bench_quality_"), "rerank"), hf_dir, min_steps)
-    from benchmarks.minilm import minilm_checkpoint, minilm_hf_dir
-    from benchmarks.seed_stats import seed_stats
+    from benchmarks.common.minilm import minilm_checkpoint, minilm_hf_dir
+    from benchmarks.common.seed_stats import seed_stats
 
     hf_dir = hf_dir or minilm_hf_dir()
     work = work or tempfile.mkdtemp(prefix="bench_quality_")

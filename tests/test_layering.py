@@ -3,7 +3,11 @@
 Data flows one way: text -> encoder -> models -> tasks -> train/export -> tools.
 The lower layers (text/, layers/, encoder.py, config.py, train/, metrics/,
 data/) never import models/, tasks/, export/ or tools, and no module of
-tfbert/ imports itself back through a cycle.
+tfbert/ imports itself back through a cycle; neither does a subpackage
+(`tfbert.text`, `tfbert.data`, ... each taken as one node).
+
+benchmarks/: no `bench_*` module imports another (what two share lives in
+benchmarks/common/), and benchmarks/common/ never imports a `bench_*` module.
 """
 
 import ast
@@ -14,6 +18,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "tfbert"
+BENCHMARKS = ROOT / "benchmarks"
 LOWER = ("tfbert.text", "tfbert.layers", "tfbert.encoder", "tfbert.config", "tfbert.train",
          "tfbert.metrics", "tfbert.data")
 UPPER = ("tfbert.tasks", "tfbert.models", "tfbert.export", "tools")
@@ -26,8 +31,8 @@ def module_name(path):
     return ".".join(parts)
 
 
-def modules():
-    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+def modules(folder=PACKAGE):
+    return {module_name(p): p for p in sorted(folder.rglob("*.py"))}
 
 
 def imports_of(path, name):
@@ -117,3 +122,108 @@ def test_import_walker_sees_every_form(tmp_path, source, expected):
     path = tmp_path / "probe.py"
     path.write_text(source)
     assert imports_of(path, "tfbert.train.probe") == expected
+
+
+# === Subpackages as nodes ===
+
+# Package edges that close a cycle today, each with why; test_allowed_edges_still_exist
+# fails once an edge is gone, so the entry goes with it.
+ALLOWED_PACKAGE_EDGES = {
+    # CrossEncoder.export (and the text classifier's) call the export package's writers
+    # (export_task_model, compiled_call) lazily, while export.checkpoint_export builds a
+    # BertPretrainer: models <-> export. Issue 50 (the text-task base) settles it.
+    ("tfbert.models", "tfbert.export"),
+}
+
+
+def package_of(name):
+    """`tfbert.text.vocab` -> `tfbert.text`; a root module (`tfbert.checkpoint`) is its own node."""
+    return ".".join(name.split(".")[:2])
+
+
+def package_graph(graph):
+    """Module edges folded into edges between subpackages. The root package
+    (`tfbert/__init__.py`) assembles the public names from all of them: it is
+    left out, as in test_no_import_cycles."""
+    packages = {}
+    for name, targets in graph.items():
+        if name == "tfbert":
+            continue
+        node = package_of(name)
+        packages.setdefault(node, set()).update(
+            package_of(t) for t in targets if package_of(t) not in (node, "tfbert"))
+    return packages
+
+
+def test_no_package_cycles():
+    graph = package_graph(internal_graph())
+    assert {"tfbert.text", "tfbert.data", "tfbert.models"} <= set(graph)
+    for source, target in ALLOWED_PACKAGE_EDGES:
+        graph[source].discard(target)
+    cycles = find_cycles(graph)
+    assert not cycles, "\n".join(cycles)
+
+
+def test_allowed_edges_still_exist():
+    graph = package_graph(internal_graph())
+    gone = [f"{s} -> {t}" for s, t in ALLOWED_PACKAGE_EDGES if t not in graph.get(s, ())]
+    assert not gone, f"no longer imported, remove from ALLOWED_PACKAGE_EDGES: {gone}"
+
+
+def test_package_graph_folds_modules():
+    graph = {"tfbert": {"tfbert.text.vocab"}, "tfbert.text.vocab": {"tfbert.text.packer"},
+             "tfbert.text.packer": set(), "tfbert.text.extension": {"tfbert.data.documents"},
+             "tfbert.data.documents": {"tfbert.text.vocab", "tfbert"}}
+    assert package_graph(graph) == {"tfbert.text": {"tfbert.data"},
+                                    "tfbert.data": {"tfbert.text"}}
+    assert find_cycles(package_graph(graph)) == ["tfbert.data -> tfbert.text -> tfbert.data"]
+
+
+# === benchmarks/ ===
+
+def is_benchmark(name):
+    """`benchmarks.bench_x` (or a name inside it, `benchmarks.bench_x.run`)."""
+    parts = name.split(".")
+    return parts[0] == "benchmarks" and len(parts) > 1 and parts[1].startswith("bench_")
+
+
+def benchmark_violations(mods):
+    """`a imports b` lines: a bench_* module importing another bench_* module,
+    or a benchmarks.common module importing any."""
+    bad = []
+    for name, path in mods.items():
+        if not (is_benchmark(name) or within(name, ("benchmarks.common",))):
+            continue
+        own = ".".join(name.split(".")[:2])
+        for m in sorted(imports_of(path, name)):
+            if is_benchmark(m) and not within(m, (own,)):
+                bad.append(f"{name} imports {m}")
+    return bad
+
+
+def test_no_benchmark_imports_another():
+    mods = modules(BENCHMARKS)
+    assert sum(is_benchmark(name) for name in mods) > 10  # the walk found them
+    assert any(within(name, ("benchmarks.common",)) for name in mods)
+    bad = benchmark_violations(mods)
+    assert not bad, "\n".join(bad)
+
+
+def test_benchmark_rule_catches_every_form(tmp_path):
+    (tmp_path / "common").mkdir()
+    probes = {
+        "benchmarks.bench_a": ("bench_a.py", "from benchmarks import bench_b"),
+        "benchmarks.bench_c": ("bench_c.py", "def f():\n    from benchmarks.bench_d import run"),
+        "benchmarks.common.x": ("common/x.py", "import benchmarks.bench_e"),
+        "benchmarks.bench_ok": ("bench_ok.py", "from benchmarks.common.x import y"),
+    }
+    mods = {}
+    for name, (file, source) in probes.items():
+        (tmp_path / file).write_text(source)
+        mods[name] = tmp_path / file
+    assert benchmark_violations(mods) == [
+        "benchmarks.bench_a imports benchmarks.bench_b",
+        "benchmarks.bench_c imports benchmarks.bench_d",
+        "benchmarks.bench_c imports benchmarks.bench_d.run",
+        "benchmarks.common.x imports benchmarks.bench_e",
+    ]

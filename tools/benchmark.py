@@ -6,10 +6,11 @@
     python tools/benchmark.py --peers --output=peers.md --json=peers.json
     python tools/benchmark.py --what=latency --output=latency.md --json=latency.json
     python tools/benchmark.py --what=quality      # fine-tuning quality over seeds vs transformers
+    python tools/benchmark.py --what=rerank       # retrieval + cross-encoder rerank over seeds
 
 One home for benchmarks: each lives in `benchmarks/bench_<name>.py` with
-`run() -> lines` (most also run alone: `python benchmarks/bench_<name>.py`);
-this script is the entry point that runs them side by side and keeps the
+`run() -> lines` (most also run alone: `python benchmarks/bench_<name>.py`)
+and what they share in `benchmarks/common/`; this script is the entry point that runs them side by side and keeps the
 report. Numbers on shared CPUs are noisy: compare the ratios printed within
 one run, never absolute figures across runs.
 """
@@ -26,13 +27,15 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 BENCHMARKS = ("encoder", "tokenizer", "pretrain", "finetune", "qa", "sentence_embedding",
               "bucketing", "distill", "pretrain_payoff", "long_text", "peers", "quality",
-              "latency", "accumulation", "lora", "index")
+              "latency", "accumulation", "lora", "index", "rerank")
 # Not in the default run: peers (needs the bench extra) and quality (about two
 # hours on 2 cores: every task over seeds, tfbert and the transformers reference).
 # latency: serving latency from raw strings against the peers (bench extra).
 # lora: LoRA against full fine-tuning over 3 seeds (about half an hour).
 # index: 120,000 passages encoded by MiniLM (~15 min on 2 shared cores) and 4 ANN libraries.
-SEPARATE = ("peers", "quality", "latency", "lora", "index")
+# rerank: bi-encoders and cross-encoders over 3 seeds (about 40 minutes per seed; quality
+# runs it too, as its `rerank` task).
+SEPARATE = ("peers", "quality", "latency", "lora", "index", "rerank")
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("what", [b for b in BENCHMARKS if b not in SEPARATE],

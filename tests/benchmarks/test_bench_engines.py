@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from benchmarks import bench_peers
+from benchmarks.common.engines import cpu_info
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -25,7 +26,7 @@ def tiny_hf_dir(out_dir, vocab=100):
 
 
 def test_cpu_info_names_model_and_known_flags():
-    info = bench_peers.cpu_info()
+    info = cpu_info()
     assert info["cores"] >= 1 and isinstance(info["model"], str)
     assert set(info["flags"]) <= {"avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni",
                                   "avx_vnni", "amx_tile", "amx_bf16", "amx_int8", "avx512_fp16"}

@@ -51,7 +51,7 @@ def test_every_engine_answers_strings_like_sentence_transformers(tmp_path, monke
     model_dir = tiny_sentence_dir(tmp_path / "st")
     sentences = [" ".join(WORDS[(i * 7 + k) % len(WORDS)] for k in range(3 + i % 9)) + "."
                  for i in range(40)]
-    monkeypatch.setattr("benchmarks.bench_tokenizer.real_sentences", lambda n: sentences[:n])
+    monkeypatch.setattr("benchmarks.common.corpora.real_sentences", lambda n: sentences[:n])
     path = tmp_path / "latency.json"
     lines = bench_latency.run(str(model_dir), requests=3, warmup=1, seq_length=32,
                               json_path=str(path))

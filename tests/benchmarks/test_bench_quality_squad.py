@@ -16,7 +16,7 @@ only, on two seeds (slow).
   exactly like `predict` (contexts of 3+ windows), and the official-format
   prediction files score like the run.
 
-The data is real documentation (`benchmarks/squad_docs.py`): 150 questions
+The data is real documentation (`benchmarks/common/squad_docs.py`): 150 questions
 about Python standard-library functions, a third unanswerable; dev paragraphs
 are new combinations and orders.
 """
@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 from benchmarks import bench_quality
-from benchmarks.squad_docs import build_squad_docs
+from benchmarks.common.squad_docs import build_squad_docs
 from tfbert.metrics.squad import squad_scores
 from tfbert.tasks.question_answering import QuestionAnsweringTask
 from tfbert.tasks.runner import TrainConfig, finetune

@@ -18,6 +18,17 @@ def test_every_benchmark_imports_into_one_process():
         assert callable(importlib.import_module(f"benchmarks.bench_{name}").run)
 
 
+def test_every_benchmark_file_is_reachable_by_what():
+    files = {path.stem.removeprefix("bench_") for path in (ROOT / "benchmarks").glob("bench_*.py")}
+    assert files == set(benchmark.BENCHMARKS)
+    assert set(benchmark.SEPARATE) <= set(benchmark.BENCHMARKS)
+
+
+def test_every_shared_module_imports():
+    for path in sorted((ROOT / "benchmarks" / "common").glob("*.py")):
+        importlib.import_module(f"benchmarks.common.{path.stem}".removesuffix(".__init__"))
+
+
 def test_unknown_benchmark_is_one_line_error():
     result = subprocess.run([sys.executable, "tools/benchmark.py", "--what=encoder,nope"],
                             cwd=ROOT, capture_output=True, text=True)

@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert import checkpoint
-from tfbert.data.pretraining.documents import expand_files
+from tfbert.text.corpus_files import expand_files
 from tfbert.text.tokenizer import BertTokenizer
 
 MODES = ("unused", "grow")

@@ -10,9 +10,9 @@ import os
 
 import tensorflow as tf
 
-from tfbert.data.pretraining.documents import expand_files
 from tfbert.data.pretraining.instances import next_sentence_task_or_use_nsp
 from tfbert.data.pretraining.records import METADATA_FILE
+from tfbert.text.corpus_files import expand_files
 
 
 def read_metadata(files):

@@ -5,12 +5,12 @@ line, a blank line between documents. Documents travel between the stages
 encoded as one int32 array (`encode_document`), 4 bytes a token.
 """
 
-import glob
-import os
 import weakref
 
 import numpy as np
 import tensorflow as tf
+
+from tfbert.text.corpus_files import expand_files
 
 
 def documents_from_lines(lines):
@@ -34,22 +34,6 @@ def read_documents(input_files):
     for path in expand_files(input_files, what="input file"):
         with open(path, encoding="utf-8", errors="replace") as f:
             yield from documents_from_lines(f)
-
-
-def expand_files(patterns, what="file"):
-    """Comma-separated strings or lists of paths / globs -> sorted paths."""
-    if isinstance(patterns, str):
-        patterns = [p for p in patterns.split(",") if p.strip()]
-    files = []
-    for pattern in patterns:
-        pattern = os.path.expanduser(pattern.strip())
-        matched = sorted(glob.glob(pattern))
-        if not matched:
-            raise FileNotFoundError(f"No {what} matches {pattern!r}.")
-        files.extend(m for m in matched if os.path.isfile(m))
-    if not files:
-        raise FileNotFoundError(f"No {what} given.")
-    return files
 
 
 def batches(items, size):

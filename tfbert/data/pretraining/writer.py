@@ -41,14 +41,15 @@ import tensorflow as tf
 from tfbert.atomic import write_json
 from tfbert.data.pretraining.dataset import pretraining_dataset, read_metadata
 from tfbert.data.pretraining.documents import (
-    batches, decode_document, documents_from_lines, encode_document, expand_files,
-    read_documents, sentence_tokenizer, tokenize_documents)
+    batches, decode_document, documents_from_lines, encode_document, read_documents,
+    sentence_tokenizer, tokenize_documents)
 from tfbert.data.pretraining.instances import (
     NEXT_SENTENCE_TASKS, InstanceBuilder, NoOtherDocumentError, RandomDocumentPool,
     decode_instance, encode_instance, next_sentence_task_or_use_nsp,
     resolve_next_sentence_task)
 from tfbert.data.pretraining.records import (
     EVAL_DIR, METADATA_FILE, SHARD_PATTERN, RecordFormat, empty_stats, serialize_instances)
+from tfbert.text.corpus_files import expand_files
 
 # What callers import from here (tools, tests, docs); the rest is in the job modules.
 __all__ = [

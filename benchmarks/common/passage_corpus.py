@@ -11,7 +11,7 @@ once, in source order.
 
 import functools
 
-from benchmarks.bench_pretrain_payoff import share_doc_documents
+from benchmarks.common.corpora import share_doc_documents
 from tfbert.datasets.docstring_families import sentences_of, stdlib_docstrings
 
 

@@ -6,7 +6,7 @@ import json
 
 import tensorflow as tf
 
-from benchmarks.squad_docs import build_squad_docs, documented_functions
+from benchmarks.common.squad_docs import build_squad_docs, documented_functions
 from tfbert.tasks.question_answering import QuestionAnsweringTask
 from tfbert.text.preprocessor import BertPreprocessor
 

@@ -1,10 +1,10 @@
-"""benchmarks/seed_stats.py: the mean, sample sd and worst seed every benchmark reports."""
+"""benchmarks/common/seed_stats.py: the mean, sample sd and worst seed every benchmark reports."""
 
 import statistics
 
 import pytest
 
-from benchmarks.seed_stats import format_seed_stats, seed_stats
+from benchmarks.common.seed_stats import format_seed_stats, seed_stats
 
 
 def test_mean_sample_sd_and_worst_seed():

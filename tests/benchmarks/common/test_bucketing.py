@@ -6,15 +6,15 @@ Speeds are printed by `tools/benchmark.py --what=bucketing`, never asserted."""
 import pytest
 
 # benchmarks/ is a top-level folder of the repository, not part of the package.
-from benchmarks import bench_bucketing
+from benchmarks.common import bucketing
 
 
 @pytest.mark.slow
 def test_rows_with_pytorch_on_the_same_tokens(tmp_path):
     pytest.importorskip("torch")
-    lines = bench_bucketing.run(count=96, repeats=1, finetune=False)
+    lines = bucketing.run(count=96, repeats=1, finetune=False)
     assert "tfbert sorted + bucketed / PyTorch" in lines[-1]
-    lines = bench_bucketing.finetune_epoch(
+    lines = bucketing.finetune_epoch(
         work=str(tmp_path), finetune=dict(batch_size=8, learning_rate=1e-4, epochs=2, seed=1),
         sizes=dict(train_per_class=8, dev_per_class=4, pool_per_class=0))
     rows = [line for line in lines if "dev accuracy" in line]

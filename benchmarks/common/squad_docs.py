@@ -89,7 +89,7 @@ def build_squad_docs(out_dir, train_paragraphs=150, dev_paragraphs=60, functions
     return sizes
 
 
-if __name__ == "__main__":  # python -m benchmarks.squad_docs data/squad_docs
+if __name__ == "__main__":  # python -m benchmarks.common.squad_docs data/squad_docs
     import sys
 
     print(build_squad_docs(sys.argv[1]))

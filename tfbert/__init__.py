@@ -1,7 +1,7 @@
 """tfbert: BERT for TensorFlow/Keras 3, from raw text to a served model.
 
-Top level: `BertConfig`, `BertEncoder`, `BertPreprocessor`, `SentenceEncoder`,
-`CrossEncoder`, and the
+Top level: `BertConfig`, `BertEncoder`, `BertPreprocessor`, the strings-in
+models `TextClassifier`, `SentenceEncoder` and `CrossEncoder`, and the
 converters in `tfbert.convert` (`from_huggingface`, `from_google`).
 """
 
@@ -10,9 +10,10 @@ from tfbert.config import BertConfig
 from tfbert.models.cross_encoder import CrossEncoder
 from tfbert.encoder import BertEncoder
 from tfbert.models.sentence_encoder import SentenceEncoder
+from tfbert.models.text_classifier import TextClassifier
 from tfbert.text.preprocessor import BertPreprocessor
 
 __version__ = "0.1.0"
 
 __all__ = ["BertConfig", "BertEncoder", "BertPreprocessor", "CrossEncoder", "SentenceEncoder",
-           "convert"]
+           "TextClassifier", "convert"]

@@ -70,6 +70,19 @@ class Checkpoint:
         return {k[len(start):]: v for k, v in self.weights.items() if k.startswith(start)}
 
 
+def split_heads(weights):
+    """`{"encoder/a": x, "mlm/b": y}` -> (`{"a": x}`, `{"mlm": {"b": y}}`): the
+    flat names of a weights file as `save_checkpoint` takes them."""
+    encoder, heads = {}, {}
+    for key, value in weights.items():
+        prefix, name = key.split("/", 1)
+        if prefix == "encoder":
+            encoder[name] = value
+        else:
+            heads.setdefault(prefix, {})[name] = value
+    return encoder, heads
+
+
 def assign_weights(variables, weights, source, what):
     """Assigns `weights[name]` to every `variables[name]`, or assigns nothing:
     a missing, unexpected or mis-shaped weight is one ValueError naming them

@@ -11,6 +11,12 @@ Tasks (`tfbert.tasks.TASKS`; `--helpfull` lists them): `classification`,
 `distillation` (a classification or regression student taught by a teacher
 export, `task.teacher`; see also `tools/distill.py --mode=task`).
 
+Without a YAML, `--set` alone is enough where the task needs nothing else:
+
+    python tools/finetune.py --task=classification --init_checkpoint=checkpoints/minilm \
+        --model_dir=runs/reviews --set task.train_file=reviews.tsv \
+        --set task.text_column=review --set task.label_column=stars
+
 The YAML has three sections (see `configs/finetune_*.yaml`):
 `task:` the task's data and head settings (its `config_class`, e.g.
 `ClassificationConfig`), `train:` the recipe (`tfbert.train.train_config.TrainConfig`;
@@ -41,7 +47,8 @@ from tfbert.tasks import TASKS
 from tfbert.runs.finetune import FinetuneConfig
 
 flags.DEFINE_enum("task", None, sorted(TASKS), "The task to fine-tune.")
-flags.DEFINE_string("config", None, "YAML file with task:, train: and grid: sections.")
+flags.DEFINE_string("config", None, "YAML file with task:, train: and grid: sections "
+                    "(optional: --set alone is enough where the task needs nothing else).")
 flags.DEFINE_string("init_checkpoint", None, "tfbert checkpoint dir (e.g. converted weights).")
 flags.DEFINE_string("model_dir", None, "Directory for checkpoints, logs and the export.")
 flags.DEFINE_string("export_dir", None, "SavedModel destination (default <model_dir>/export/<time>).")
@@ -53,7 +60,7 @@ flags.DEFINE_string("distribution_strategy", None, "off|one_device|mirrored|mult
 flags.DEFINE_string("tpu", None, "TPU name or grpc:// address (distribution_strategy=tpu).")
 flags.DEFINE_multi_string("set", [], "Overrides, section.key=value (values parse as YAML).")
 flags.DEFINE_boolean("overwrite", False, "Start fresh in a model_dir that holds another run.")
-flags.mark_flags_as_required(["task", "config"])
+flags.mark_flags_as_required(["task"])
 FLAGS = flags.FLAGS
 
 
@@ -77,7 +84,8 @@ def main(argv):
     try:
         cfg, overrides = load_config()
         # Every setting is checked before any work (a bad value or file is one line).
-        summary = run_experiment(FLAGS.task, cfg, overrides, FLAGS.config, FLAGS.overwrite)
+        summary = run_experiment(FLAGS.task, cfg, overrides, FLAGS.config or "--set",
+                                 FLAGS.overwrite)
     except Preempted as e:  # state saved: a clean stop the scheduler can restart
         print(f"finetune: {e}", flush=True)
         return 0

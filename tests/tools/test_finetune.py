@@ -47,6 +47,27 @@ def test_grid_trains_reports_and_exports(tmp_path, uncased_vocab_file, run_pytho
                                             "I-ORG"}
 
 
+@pytest.mark.slow
+def test_no_yaml_needed_when_set_gives_the_task(tmp_path):
+    """--set alone (no --config): the shipped sentiment data, a tiny random encoder."""
+    proc = run_tool("--task=classification", f"--model_dir={tmp_path}",
+                    "--set=task.train_file=tests/data/finetune/sentiment_train.tsv",
+                    "--set=task.dev_file=tests/data/finetune/sentiment_dev.tsv",
+                    "--set=task.text_column=sentence", "--set=task.seq_length=32",
+                    "--set=preset=tiny", "--set=encoder.vocab_size=1931",
+                    "--set=vocab_file=tests/data/pretraining/vocab.txt",
+                    "--set=train.epochs=1", "--set=train.steps_per_epoch=3",
+                    "--set=train.verbose=0", "--set=train.jit_compile=false")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["task"] == "classification" and os.path.isdir(summary["export_dir"])
+    # Without the task's data the error is the task's own line, not absl's "--config".
+    proc = run_tool("--task=classification", f"--model_dir={tmp_path / 'none'}")
+    assert proc.returncode == 1 and "--config" not in proc.stderr
+    assert proc.stderr.strip().startswith("finetune: error:"), proc.stderr[-500:]
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
 def test_bad_config_and_data_are_clear_errors(tmp_path, uncased_vocab_file):
     config = tmp_path / "c.yaml"
     config.write_text("task:\n  train_file: t.tsv\n  txt_column: x\n")

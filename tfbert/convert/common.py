@@ -308,16 +308,17 @@ def first_items(names, limit=10):
     return f"{names[:limit]} and {len(names) - limit} more"
 
 
-def split_heads(weights):
-    """`{"encoder/a": x, "mlm/b": y}` -> (`{"a": x}`, `{"mlm": {"b": y}}`)."""
-    encoder, heads = {}, {}
-    for key, value in weights.items():
-        prefix, name = key.split("/", 1)
-        if prefix == "encoder":
-            encoder[name] = value
-        else:
-            heads.setdefault(prefix, {})[name] = value
-    return encoder, heads
+def save_converted(out_dir, config, weights, vocab_file, lower_case, source, sentence=None,
+                   more_heads=None):
+    """The tail every converter shares: the vocabulary checked against the
+    config, the weights split into encoder and heads (plus `more_heads`), and
+    the tfbert checkpoint written atomically; returns `out_dir`."""
+    check_vocab(vocab_file, config.vocab_size)
+    encoder_weights, head_weights = checkpoint.split_heads(weights)
+    head_weights.update(more_heads or {})
+    return checkpoint.save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
+                                      head_weights=head_weights, source=source,
+                                      sentence=sentence)
 
 
 def check_output_dir(src_dir, out_dir):

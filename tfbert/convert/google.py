@@ -38,7 +38,6 @@ import os
 
 import tensorflow as tf
 
-from tfbert import checkpoint
 from tfbert.config import BertConfig
 from tfbert.convert import common
 from tfbert.convert.common import LAYER, bert_rules
@@ -95,17 +94,8 @@ def from_google(src_dir, out_dir, lower_case=None, checkpoint_prefix=None):
         reader, google_rules(config), config, skip=skip,
         label=f"{prefix} (config {config_path})",
     )
-    common.check_vocab(vocab_file, config.vocab_size)
-    encoder_weights, head_weights = common.split_heads(weights)
-    return checkpoint.save_checkpoint(
-        out_dir,
-        config,
-        encoder_weights,
-        vocab_file,
-        lower_case,
-        head_weights=head_weights,
-        source=f"google:{os.path.abspath(prefix)}",
-    )
+    return common.save_converted(out_dir, config, weights, vocab_file, lower_case,
+                                 source=f"google:{os.path.abspath(prefix)}")
 
 
 def config_from_google(google_config, source="bert_config.json"):

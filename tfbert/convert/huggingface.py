@@ -54,7 +54,6 @@ import tempfile
 import numpy as np
 from absl import logging
 
-from tfbert import checkpoint
 from tfbert.config import BertConfig
 from tfbert.convert import albert, common
 from tfbert.convert.common import LAYER, bert_rules
@@ -102,21 +101,11 @@ def from_huggingface(src_dir, out_dir, lower_case=None):
             weights = albert.read_albert_weights(SafetensorsReader(src_dir), config, config_path)
         else:
             weights = read_huggingface_weights(src_dir, config, label=config_path)
-        common.check_vocab(vocab_file, config.vocab_size)
-        encoder_weights, head_weights = common.split_heads(weights)
         sentence, dense_weights = sentence_transformers_metadata(src_dir)
-        if dense_weights:
-            head_weights["sentence_dense"] = dense_weights
-        return checkpoint.save_checkpoint(
-            out_dir,
-            config,
-            encoder_weights,
-            vocab_file,
-            lower_case,
-            head_weights=head_weights,
-            source=f"huggingface:{os.path.abspath(src_dir)}",
-            sentence=sentence,
-        )
+        return common.save_converted(
+            out_dir, config, weights, vocab_file, lower_case,
+            source=f"huggingface:{os.path.abspath(src_dir)}", sentence=sentence,
+            more_heads={"sentence_dense": dense_weights} if dense_weights else None)
 
 
 def read_huggingface_weights(src_dir, config, label="config.json"):

@@ -78,6 +78,21 @@ def epoch_batches(ds, num_examples, batch_size, seed, drop_remainder=False, batc
     return ds.repeat()
 
 
+def training_batches(ds, num_examples, batch_size, seed, num_tokens, drop_remainder=False,
+                     bucketing=True):
+    """The fine-tuning stream of text examples (the tasks' and
+    `TextClassifier.fit`'s): each epoch a seeded shuffle (`epoch_batches`),
+    cut into batches of similar length (`length_grouped_batches` over windows
+    of at most `WINDOW_BATCHES` batches; `num_tokens(*example)` gives the
+    lengths) unless `bucketing` is off or replicas need equal batches
+    (`drop_remainder`); repeated without end."""
+    grouped = None
+    if bucketing and not drop_remainder:
+        window = min(WINDOW_BATCHES, max(1, num_examples // batch_size))
+        grouped = lambda d: length_grouped_batches(d, batch_size, num_tokens, window, seed)
+    return epoch_batches(ds, num_examples, batch_size, seed, drop_remainder, grouped)
+
+
 def steps_per_epoch(num_examples, batch_size, drop_remainder=False):
     """Batches in one pass over `num_examples` (the last partial one counted
     unless dropped)."""

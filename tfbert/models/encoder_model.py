@@ -15,6 +15,8 @@ Example:
 """
 
 import keras
+import numpy as np
+import tensorflow as tf
 from keras import ops
 
 from tfbert.encoder import INPUT_NAMES, BertEncoder
@@ -28,8 +30,51 @@ def masked_mean(tokens, input_mask):
     return ops.sum(tokens * mask, axis=1) / count
 
 
+def holds_text(x):
+    """True when `x` is raw text (a str, a list of them, a string array or
+    tensor, or a dataset yielding strings) rather than the id tensors."""
+    if isinstance(x, tf.data.Dataset):
+        spec = x.element_spec
+        spec = spec[0] if isinstance(spec, tuple) and spec else spec
+        return isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string
+    if isinstance(x, (str, bytes)):
+        return True
+    if isinstance(x, (list, tuple)) and x:
+        return isinstance(x[0], (str, bytes)) or holds_text(x[0])
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in "USO"
+    return isinstance(x, tf.Tensor) and x.dtype == tf.string
+
+
 class EncoderModel(keras.Model):
-    """Base class of the task models: a `BertEncoder` (`self.encoder`) and a head."""
+    """Base class of the task models: a `BertEncoder` (`self.encoder`) and a head.
+
+    Raw text given to one of them is one clear error (a `TypeError` naming the
+    model) instead of Keras' report from inside the graph: these models take
+    the three id tensors; `TextClassifier` takes strings.
+    """
+
+    def _refuse_text(self, x):
+        if holds_text(x):
+            raise TypeError(f"{type(self).__name__} takes the dict of the three int32 id tensors "
+                            "(input_word_ids, input_mask, input_type_ids), not strings: run its "
+                            "BertPreprocessor first, or use tfbert.TextClassifier for raw text.")
+
+    def __call__(self, inputs, *args, **kwargs):
+        self._refuse_text(inputs)
+        return super().__call__(inputs, *args, **kwargs)
+
+    def fit(self, x=None, *args, **kwargs):
+        self._refuse_text(x)
+        return super().fit(x, *args, **kwargs)
+
+    def evaluate(self, x=None, *args, **kwargs):
+        self._refuse_text(x)
+        return super().evaluate(x, *args, **kwargs)
+
+    def predict(self, x, *args, **kwargs):
+        self._refuse_text(x)
+        return super().predict(x, *args, **kwargs)
 
     @staticmethod
     def check_encoder(encoder, owner):

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from tfbert.models.encoder_model import EncoderModel
+from tfbert.models.encoder_model import EncoderModel, masked_mean
 
 COMBINE = ("concat", "sum", "mean")
 POOLING = ("mean", "cls")
@@ -61,9 +61,7 @@ class BertFeatureExtractor(EncoderModel):
             sentence = tokens[:, 0, :]
         else:
             # Mean over real tokens only ([CLS] and [SEP] included, padding not).
-            mask = ops.expand_dims(ops.cast(inputs["input_mask"], tokens.dtype), -1)
-            count = ops.maximum(ops.sum(mask, axis=1), 1.0)
-            sentence = ops.sum(tokens * mask, axis=1) / count
+            sentence = masked_mean(tokens, inputs["input_mask"])
         outputs = {"token_features": tokens, "sentence_features": sentence}
         kwargs.setdefault("name", "bert_feature_extractor")
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)

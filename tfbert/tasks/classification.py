@@ -27,17 +27,17 @@ Example:
 import dataclasses
 from typing import Optional, Union
 
-import keras
 import numpy as np
 import tensorflow as tf
 
 from tfbert.data import readers, validation_split
-from tfbert.data.batching import WINDOW_BATCHES, epoch_batches, length_grouped_batches
+from tfbert.data.batching import epoch_batches, training_batches
 from tfbert.config_loader import at_least, in_range, one_of, validate
 from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
 from tfbert.metrics import glue
-from tfbert.models.classifier import BertClassifier
+from tfbert.models.text_classifier import (TextClassifier, classification_outputs, head_loss,
+                                           head_metrics, regression_outputs)
 from tfbert.tasks.base import Task
 from tfbert.tasks.multi_label import MultiLabelClassification
 from tfbert.text.packer import trim_to_bucket, trim_to_longest
@@ -256,15 +256,13 @@ class ClassificationTask(Task):
         cuts most of them to a narrow bucket."""
         if not training:
             return ds.batch(batch_size)
-        grouped = None
-        if self.config.bucketing and not self.drop_remainder:
-            def num_tokens(texts, targets):  # byte lengths group far worse (README)
-                tokenize = self.preprocessor.tokenizer.tokenize_flat
-                return tf.add_n([tokenize(texts[n]).row_lengths() for n in self.text_inputs])
 
-            window = min(WINDOW_BATCHES, max(1, num_examples // batch_size))
-            grouped = lambda d: length_grouped_batches(d, batch_size, num_tokens, window, seed)
-        return epoch_batches(ds, num_examples, batch_size, seed, self.drop_remainder, grouped)
+        def num_tokens(texts, targets):  # byte lengths group far worse (README)
+            tokenize = self.preprocessor.tokenizer.tokenize_flat
+            return tf.add_n([tokenize(texts[n]).row_lengths() for n in self.text_inputs])
+
+        return training_batches(ds, num_examples, batch_size, seed, num_tokens,
+                                self.drop_remainder, self.config.bucketing)
 
     def num_examples(self, path):
         """Training examples in `path`: texts, or with windows, their windows."""
@@ -307,17 +305,18 @@ class ClassificationTask(Task):
     # === Model, loss, metrics ===
 
     def build_model(self, encoder):
-        return BertClassifier(encoder, num_classes=self.num_outputs, dropout=self.config.dropout)
+        """The `TextClassifier` a user's `fit` trains (same head, same outputs)."""
+        return TextClassifier(encoder, self.preprocessor, num_classes=self.num_outputs,
+                              label_list=None if self.regression else self.label_list,
+                              multi_label=self.config.multi_label,
+                              threshold=self.config.threshold or 0.5, pairs=self.pairs,
+                              dropout=self.config.dropout)
 
     def loss(self):
-        if self.regression:
-            return keras.losses.MeanSquaredError()
-        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        return head_loss(self.num_outputs)
 
     def metrics(self):
-        if self.regression:
-            return [keras.metrics.MeanAbsoluteError(name="mae")]
-        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        return head_metrics(self.num_outputs)
 
     # === Evaluation ===
 
@@ -373,14 +372,8 @@ class ClassificationTask(Task):
     def outputs(self, logits):
         """Named outputs from logits (graph ops; shared by `predict` and the export)."""
         if self.regression:
-            return {"logits": logits, "score": logits[:, 0]}
-        label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
-        return {
-            "logits": logits,
-            "probabilities": tf.nn.softmax(logits, axis=-1),
-            "label_id": label_id,
-            "label": tf.gather(tf.constant(self.label_list), label_id),
-        }
+            return regression_outputs(logits)
+        return classification_outputs(logits, self.label_list)
 
     def text_columns(self, text, text_b=None):
         """`{"text": [...], "text_b": [...]}` of `predict`'s arguments (pairs need `text_b`)."""

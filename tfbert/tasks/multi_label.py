@@ -66,6 +66,7 @@ from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
 from tfbert.export.tflite import export_text_tflite
 from tfbert.metrics.multi_label import choose_thresholds, multi_label_metrics, probabilities_of
+from tfbert.models.text_classifier import head_loss, head_metrics, multi_label_outputs
 
 DEFAULT_THRESHOLD = 0.5
 
@@ -134,7 +135,7 @@ class MultiLabelClassification:
         """The classification head with one logit per label (its bias at the
         labels' log-odds in the training file), and the thresholds as a
         non-trainable variable (saved with the weights)."""
-        model = super().build_model(encoder)
+        model = super().build_model(encoder)  # a multi_label TextClassifier
         if self.config.train_file:
             # Each logit starts at its label's log-odds in the training file: with
             # sparse labels a zero bias (p = 0.5) spends the first epochs learning
@@ -142,18 +143,13 @@ class MultiLabelClassification:
             targets = self.train_targets()
             prior = (targets.sum(0) + 1) / (len(targets) + 2)  # Laplace: no 0 or 1
             model.get_layer("logits").bias.assign(np.log(prior / (1 - prior)).astype(np.float32))
-        start = self.config.threshold or DEFAULT_THRESHOLD
-        model.label_thresholds = keras.Variable(
-            np.full(len(self.label_list), start, np.float32), trainable=False,
-            name="label_thresholds")
         return model
 
     def loss(self):
-        return keras.losses.BinaryCrossentropy(from_logits=True)
+        return head_loss(len(self.label_list), multi_label=True)
 
     def metrics(self):
-        # Per (example, label) decision at probability 0.5 (logit 0).
-        return [keras.metrics.BinaryAccuracy(name="label_accuracy", threshold=0.0)]
+        return head_metrics(len(self.label_list), multi_label=True)
 
     def begin_training(self, train, validation):
         """The validation file (if any) also chooses the thresholds."""
@@ -229,18 +225,7 @@ class MultiLabelClassification:
     def label_outputs(self, logits, thresholds):
         """Named dense outputs from logits and thresholds (graph ops; shared
         by `predict` and the export)."""
-        num = len(self.label_list)
-        probabilities = tf.sigmoid(logits)
-        chosen = probabilities >= tf.cast(thresholds, probabilities.dtype)
-        mask = tf.where(chosen, 1, 0)
-        # Chosen labels first, each group in label-list order.
-        key = (1 - mask) * num + tf.range(num)
-        order = tf.math.top_k(-key, k=num).indices
-        count = tf.reduce_sum(mask, axis=-1)
-        names = tf.gather(tf.constant(self.label_list), order)
-        labels = tf.where(tf.range(num)[None, :] < count[:, None], names, "")
-        return {"logits": logits, "probabilities": probabilities, "label_mask": mask,
-                "labels": labels, "num_labels": count}
+        return multi_label_outputs(logits, thresholds, self.label_list)
 
     def predict(self, model, text, text_b=None, batch_size=64):
         """NumPy `probabilities` and `label_mask` `[n, labels]`, and `labels`:

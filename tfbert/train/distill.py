@@ -81,13 +81,7 @@ def init_student(teacher_dir, out_dir, every_k=None, layers=None):
             raise ValueError("init_student needs every_k or layers.")
         layers = keep_every_kth(ckpt.config.num_layers, every_k)
     config, weights = student_weights(ckpt.config, ckpt.weights, layers)
-    encoder, heads = {}, {}
-    for name, value in weights.items():
-        head, rest = name.split("/", 1)
-        if head == "encoder":
-            encoder[rest] = value
-        else:
-            heads.setdefault(head, {})[rest] = value
+    encoder, heads = checkpoint.split_heads(weights)
     return checkpoint.save_checkpoint(
         out_dir, config, encoder, ckpt.vocab_file, ckpt.lower_case, head_weights=heads,
         source=f"student of {ckpt.path} (teacher layers {list(layers)})", sentence=ckpt.sentence)

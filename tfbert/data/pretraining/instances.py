@@ -147,81 +147,84 @@ class InstanceBuilder:
             stream = [t for sentence in document for t in sentence]
             return [(stream[i:i + target], [], False) for i in range(0, len(stream), target)]
         if self.task == "sop":
-            return self._sop_instances(document, target, max_tokens)
+            return self._walk_chunks(document, target, lambda chunk, i: self._sop_pair(
+                document, chunk, i, max_tokens))
+        return self._walk_chunks(document, target, lambda chunk, i: self._nsp_pair(
+            document, chunk, i, target, max_tokens, random_document))
 
+    def _walk_chunks(self, document, target, pair_of_chunk):
+        """The walk both pair tasks share: sentences gather into a chunk until
+        it holds `target` tokens (or the document ends); `pair_of_chunk(chunk,
+        i)` returns `(index of the last sentence used, instance or None)`: it may
+        take the next sentence, or give unused ones back to the next chunk."""
         instances = []
         chunk, chunk_length, i = [], 0, 0
         while i < len(document):
             chunk.append(document[i])
             chunk_length += len(document[i])
             if i == len(document) - 1 or chunk_length >= target:
-                # Forced random pairs (one-sentence chunks at a document's end)
-                # and the reuse of a random pair's unused sentences both favour
-                # random pairs; leaning on the running balance keeps NSP at 50%.
-                is_random_next = rng.random() < self._p_label_1()
-                if not is_random_next and len(chunk) == 1 and i + 1 < len(document):
-                    # An actual next pair needs two sentences: take the next
-                    # one (the reference would force a random pair here, which
-                    # skews the labels when sentences are long).
-                    i += 1
-                    chunk.append(document[i])
-                a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
-                tokens_a = [t for s in chunk[:a_end] for t in s]
-                tokens_b = []
-                if len(chunk) == 1 or is_random_next:
-                    is_random_next = True
-                    other = random_document_or_error(random_document)
-                    start = rng.randint(0, len(other) - 1)
-                    for sentence in other[start:]:
-                        tokens_b.extend(sentence)
-                        if len(tokens_b) >= target - len(tokens_a):
-                            break
-                    # The unused sentences of this chunk start the next one.
-                    i -= len(chunk) - a_end
-                else:
-                    is_random_next = False
-                    tokens_b = [t for s in chunk[a_end:] for t in s]
-                self._truncate_pair(tokens_a, tokens_b, max_tokens)
-                if tokens_a and tokens_b:
-                    instances.append((tokens_a, tokens_b, is_random_next))
-                    self._balance += 1 if is_random_next else -1
+                i, instance = pair_of_chunk(chunk, i)
+                if instance:
+                    instances.append(instance)
+                    self._balance += 1 if instance[2] else -1
                 chunk, chunk_length = [], 0
             i += 1
         return instances
 
-    def _sop_instances(self, document, target, max_tokens):
+    def _nsp_pair(self, document, chunk, i, target, max_tokens, random_document):
         rng = self.rng
-        instances = []
-        chunk, chunk_length, i = [], 0, 0
-        while i < len(document):
-            chunk.append(document[i])
-            chunk_length += len(document[i])
-            if i == len(document) - 1 or chunk_length >= target:
-                if len(chunk) == 1 and i + 1 < len(document):
-                    i += 1
-                    chunk.append(document[i])
-                if len(chunk) >= 2:
-                    a_end = rng.randint(1, len(chunk) - 1)
-                    tokens_a = [t for s in chunk[:a_end] for t in s]
-                    tokens_b = [t for s in chunk[a_end:] for t in s]
-                else:  # a one-sentence document: two halves of the sentence
-                    tokens = chunk[0]
-                    cut = rng.randint(1, len(tokens) - 1) if len(tokens) >= 2 else 0
-                    tokens_a, tokens_b = tokens[:cut], tokens[cut:]
-                while len(tokens_a) + len(tokens_b) > max_tokens:
-                    if len(tokens_a) > len(tokens_b):
-                        del tokens_a[0]
-                    else:
-                        tokens_b.pop()
-                if tokens_a and tokens_b:
-                    swapped = rng.random() < self._p_label_1()
-                    if swapped:
-                        tokens_a, tokens_b = tokens_b, tokens_a
-                    instances.append((tokens_a, tokens_b, swapped))
-                    self._balance += 1 if swapped else -1
-                chunk, chunk_length = [], 0
+        # Forced random pairs (one-sentence chunks at a document's end) and the
+        # reuse of a random pair's unused sentences both favour random pairs;
+        # leaning on the running balance keeps NSP at 50%.
+        is_random_next = rng.random() < self._p_label_1()
+        if not is_random_next and len(chunk) == 1 and i + 1 < len(document):
+            # An actual next pair needs two sentences: take the next one (the
+            # reference would force a random pair here, which skews the labels
+            # when sentences are long).
             i += 1
-        return instances
+            chunk.append(document[i])
+        a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
+        tokens_a = [t for s in chunk[:a_end] for t in s]
+        tokens_b = []
+        if len(chunk) == 1 or is_random_next:
+            is_random_next = True
+            other = random_document_or_error(random_document)
+            start = rng.randint(0, len(other) - 1)
+            for sentence in other[start:]:
+                tokens_b.extend(sentence)
+                if len(tokens_b) >= target - len(tokens_a):
+                    break
+            # The unused sentences of this chunk start the next one.
+            i -= len(chunk) - a_end
+        else:
+            tokens_b = [t for s in chunk[a_end:] for t in s]
+        self._truncate_pair(tokens_a, tokens_b, max_tokens)
+        return i, ((tokens_a, tokens_b, is_random_next) if tokens_a and tokens_b else None)
+
+    def _sop_pair(self, document, chunk, i, max_tokens):
+        rng = self.rng
+        if len(chunk) == 1 and i + 1 < len(document):
+            i += 1
+            chunk.append(document[i])
+        if len(chunk) >= 2:
+            a_end = rng.randint(1, len(chunk) - 1)
+            tokens_a = [t for s in chunk[:a_end] for t in s]
+            tokens_b = [t for s in chunk[a_end:] for t in s]
+        else:  # a one-sentence document: two halves of the sentence
+            tokens = chunk[0]
+            cut = rng.randint(1, len(tokens) - 1) if len(tokens) >= 2 else 0
+            tokens_a, tokens_b = tokens[:cut], tokens[cut:]
+        while len(tokens_a) + len(tokens_b) > max_tokens:
+            if len(tokens_a) > len(tokens_b):
+                del tokens_a[0]
+            else:
+                tokens_b.pop()
+        if not (tokens_a and tokens_b):
+            return i, None
+        swapped = rng.random() < self._p_label_1()
+        if swapped:
+            tokens_a, tokens_b = tokens_b, tokens_a
+        return i, (tokens_a, tokens_b, swapped)
 
     def _p_label_1(self):
         return 0.5 if self._balance == 0 else (0.25 if self._balance > 0 else 0.75)

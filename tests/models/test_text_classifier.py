@@ -1,0 +1,327 @@
+"""TextClassifier: Keras `fit` / `evaluate` / `predict` on raw strings, the
+recipe behind `compile()`, the three ways out (.keras, export, checkpoint)
+and one clear line for each bad input. Real data: the shipped sentiment set."""
+
+import csv
+import json
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfbert import BertConfig, BertEncoder, BertPreprocessor, TextClassifier
+from tfbert.models.classifier import BertClassifier
+from tfbert.train.optimizer import AdamW, WarmupPolynomialDecay
+
+VOCAB = "tests/data/pretraining/vocab.txt"
+DATA = "tests/data/finetune"
+LABELS = ["negative", "positive"]
+
+
+def sentiment(split):
+    with open(f"{DATA}/sentiment_{split}.tsv", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    return [r["sentence"] for r in rows], [r["label"] for r in rows]
+
+
+def tiny(**kwargs):
+    kwargs.setdefault("num_classes", 2)
+    kwargs.setdefault("seq_length", 32)
+    return TextClassifier.from_preset("tiny", vocab_file=VOCAB, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """A tiny random classifier fitted on the sentiment set with compile() defaults."""
+    keras.utils.set_random_seed(0)
+    texts, labels = sentiment("train")
+    model = tiny(label_list=LABELS)
+    model.compile()
+    history = model.fit(texts, labels, epochs=12, verbose=0)
+    return model, history
+
+
+def test_compile_defaults_train_and_are_the_recipe(trained):
+    model, history = trained
+    texts, labels = sentiment("train")
+    # 160 texts at the recipe's batch 16: 10 updates an epoch, 12 epochs.
+    schedule = model.optimizer._learning_rate
+    assert isinstance(model.optimizer, AdamW)
+    assert isinstance(schedule, WarmupPolynomialDecay)
+    assert (schedule.decay_steps, schedule.warmup_steps) == (120, 12)
+    assert schedule.learning_rate == pytest.approx(1e-3)  # the recipe's rate for `tiny`
+    assert int(model.optimizer.iterations.numpy()) == 120
+    assert float(model.optimizer.learning_rate) == pytest.approx(0.0, abs=1e-9)  # decayed
+    assert history.history["loss"][-1] < 0.5 * history.history["loss"][0]
+    logits = model.predict(texts, verbose=0)
+    train_accuracy = np.mean(np.array(LABELS)[logits.argmax(-1)] == np.array(labels))
+    assert train_accuracy > 0.9
+
+
+def test_every_input_kind_gives_the_same_predictions(trained):
+    pd = pytest.importorskip("pandas")
+    model, _ = trained
+    texts, _ = sentiment("dev")
+    reference = model.predict(texts, verbose=0)
+    assert reference.shape == (len(texts), 2)
+    for x in (np.array(texts), pd.Series(texts), np.array(texts, dtype=object),
+              [t.encode() for t in texts], tf.constant(texts)):
+        np.testing.assert_allclose(model.predict(x, verbose=0), reference, atol=1e-5)
+    for ds in (tf.data.Dataset.from_tensor_slices(texts),
+               tf.data.Dataset.from_tensor_slices(texts).batch(7)):
+        np.testing.assert_allclose(model.predict(ds, verbose=0), reference, atol=1e-5)
+    # The batch size changes the padding, never the result.
+    np.testing.assert_allclose(model.predict(texts, batch_size=3, verbose=0), reference,
+                               atol=1e-5)
+
+
+def test_evaluate_on_lists_series_and_datasets(trained):
+    pd = pytest.importorskip("pandas")
+    model, _ = trained
+    texts, labels = sentiment("dev")
+    ids = [LABELS.index(label) for label in labels]
+    frame = pd.DataFrame({"sentence": texts, "label": labels})
+    scores = model.evaluate(frame["sentence"], frame["label"], verbose=0, return_dict=True)
+    ds = tf.data.Dataset.from_tensor_slices((texts, ids)).batch(8)
+    scores_ds = model.evaluate(ds, verbose=0, return_dict=True)
+    assert sorted(scores) == ["accuracy", "loss"]
+    assert scores["accuracy"] == pytest.approx(scores_ds["accuracy"], abs=1e-6)
+    assert scores["loss"] == pytest.approx(scores_ds["loss"], rel=1e-4)
+    predicted = model.predict(texts, verbose=0).argmax(-1)
+    assert scores["accuracy"] == pytest.approx(np.mean(predicted == np.array(ids)), abs=1e-6)
+
+
+def test_keras_file_round_trip_with_the_preprocessor_inside(trained, tmp_path, run_python):
+    model, _ = trained
+    texts, _ = sentiment("dev")
+    path = str(tmp_path / "sentiment.keras")
+    model.save(path)
+    out = run_python(f"""
+import json, keras
+import tfbert  # registers the tfbert classes
+model = keras.models.load_model({path!r})
+texts = {texts[:8]!r}
+print(json.dumps({{"logits": model.predict(texts, verbose=0).tolist(),
+                   "labels": model.label_list, "optimizer": type(model.optimizer).__name__,
+                   "lr": float(model.optimizer._learning_rate.learning_rate)}}))
+""")
+    loaded = json.loads(out.strip().splitlines()[-1])
+    np.testing.assert_allclose(loaded["logits"], model.predict(texts[:8], verbose=0), atol=1e-5)
+    assert loaded["labels"] == LABELS
+    assert loaded["optimizer"] == "AdamW" and loaded["lr"] == pytest.approx(1e-3)
+
+
+def test_export_is_the_tasks_strings_in_savedmodel(trained, tmp_path, run_python):
+    model, _ = trained
+    texts, _ = sentiment("dev")
+    export_dir = model.export(str(tmp_path / "export" / "1"))
+    out = run_python(f"""
+import json
+import tensorflow as tf, tensorflow_text  # the tokenizer ops
+m = tf.saved_model.load({export_dir!r})
+sig = m.signatures["serving_default"]
+out = sig(text=tf.constant({texts[:6]!r}))
+print(json.dumps({{"inputs": sorted(sig.structured_input_signature[1]),
+                   "outputs": sorted(out), "label": [s.decode() for s in out["label"].numpy()],
+                   "probabilities": out["probabilities"].numpy().tolist(),
+                   "signatures": sorted(m.signatures)}}))
+""")
+    served = json.loads(out.strip().splitlines()[-1])
+    assert served["inputs"] == ["text"]
+    assert served["outputs"] == ["label", "label_id", "logits", "probabilities"]
+    assert "serving_ids" in served["signatures"]
+    probabilities = tf.nn.softmax(model.predict(texts[:6], verbose=0)).numpy()
+    np.testing.assert_allclose(served["probabilities"], probabilities, atol=1e-5)
+    assert served["label"] == [LABELS[i] for i in probabilities.argmax(-1)]
+
+
+def test_save_pretrained_round_trip_and_head_check(trained, tmp_path):
+    model, _ = trained
+    texts, _ = sentiment("dev")
+    out = model.save_pretrained(str(tmp_path / "ckpt"))
+    again = TextClassifier.from_pretrained(out)
+    assert again.label_list == LABELS and again.pairs is False
+    np.testing.assert_allclose(again.predict(texts, verbose=0),
+                               model.predict(texts, verbose=0), atol=1e-5)
+    with pytest.raises(ValueError, match=r"classifier head has 2 outputs, but num_classes=3"):
+        TextClassifier.from_pretrained(out, num_classes=3)
+    # A plain encoder checkpoint (no text_classifier section): a fresh head of the asked size.
+    from tfbert import checkpoint
+
+    plain = checkpoint.save_checkpoint(str(tmp_path / "plain"), model.encoder.config,
+                                       model.encoder.get_named_weights(),
+                                       model.preprocessor.vocab.tokens, True)
+    fresh = TextClassifier.from_pretrained(plain, num_classes=3, label_list=["a", "b", "c"])
+    assert fresh.num_classes == 3 and fresh.label_list == ["a", "b", "c"]
+    name = "embeddings/word_embeddings/embeddings"
+    np.testing.assert_array_equal(fresh.encoder.get_named_weights()[name],
+                                  model.encoder.get_named_weights()[name])
+
+
+def test_pairs_regression_and_multi_label_heads():
+    keras.utils.set_random_seed(1)
+    a = ["The file is opened.", "The file is closed.", "A path is joined.", "A path is split."]
+    b = ["It is open.", "It is shut.", "The parts are joined.", "The parts are apart."]
+    pair = tiny(num_classes=2)
+    pair.compile()
+    pair.fit((a, b), [1, 1, 0, 0], epochs=1, verbose=0)
+    assert pair.pairs and pair.text_inputs == ("text", "text_b")
+    assert pair.predict((a, b), verbose=0).shape == (4, 2)
+    with pytest.raises(ValueError, match="This model reads pairs; got 1 text column"):
+        pair.predict(a, verbose=0)
+
+    regression = tiny(num_classes=1)
+    regression.compile()
+    history = regression.fit(a, [0.5, 1.5, 2.5, 3.5], epochs=2, verbose=0)
+    assert "mae" in history.history
+    assert regression.predict(a, verbose=0).shape == (4, 1)
+
+    multi = tiny(num_classes=3, multi_label=True, label_list=["io", "path", "close"])
+    multi.compile()
+    multi.fit(a, np.array([[1, 0, 0], [1, 0, 1], [0, 1, 0], [0, 1, 0]]), epochs=1, verbose=0)
+    assert multi.predict(a, verbose=0).shape == (4, 3)
+    np.testing.assert_allclose(multi.label_thresholds.numpy(), [0.5] * 3)
+
+
+def test_user_choices_replace_the_recipe():
+    keras.utils.set_random_seed(2)
+    texts, labels = sentiment("train")
+    model = tiny(label_list=LABELS)
+    model.compile(optimizer=keras.optimizers.SGD(0.05, gradient_accumulation_steps=2),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=[keras.metrics.SparseCategoricalAccuracy(name="acc")])
+    stop = keras.callbacks.EarlyStopping(monitor="loss", patience=0)
+    history = model.fit(texts, labels, batch_size=40, epochs=3, callbacks=[stop], verbose=0)
+    assert isinstance(model.optimizer, keras.optimizers.SGD)
+    assert "acc" in history.history
+    # 4 micro-batches an epoch, 2 per update: the optimizer counts updates.
+    assert int(model.optimizer.iterations.numpy()) == 2 * len(history.history["loss"])
+
+
+def test_lora_through_the_encoder_layers():
+    from tfbert.train.lora import enable_lora, lora_layers
+
+    texts, labels = sentiment("train")
+    model = tiny(label_list=LABELS)
+    enable_lora(model, rank=2)
+    assert lora_layers(model)
+    frozen = [w.numpy() for w in model.encoder.embeddings.weights]
+    model.compile()
+    model.fit(texts[:32], labels[:32], epochs=1, verbose=0)
+    for before, w in zip(frozen, model.encoder.embeddings.weights):
+        np.testing.assert_array_equal(before, w.numpy())
+
+
+def test_fit_under_a_two_replica_strategy(run_python):
+    out = run_python(f"""
+import json, csv
+import tensorflow as tf
+tf.config.set_logical_device_configuration(tf.config.list_physical_devices("CPU")[0],
+    [tf.config.LogicalDeviceConfiguration()] * 2)
+import keras
+from tfbert import TextClassifier
+rows = list(csv.DictReader(open("{DATA}/sentiment_train.tsv"), delimiter="\\t"))
+strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+keras.utils.set_random_seed(0)
+with strategy.scope():
+    model = TextClassifier.from_preset("tiny", vocab_file="{VOCAB}", seq_length=32,
+                                       label_list=["negative", "positive"])
+    model.compile()
+history = model.fit([r["sentence"] for r in rows], [r["label"] for r in rows], batch_size=32,
+                    epochs=2, verbose=0)
+print(json.dumps({{"replicas": strategy.num_replicas_in_sync,
+                   "steps": int(model.optimizer.iterations.numpy()),
+                   "decay_steps": model.optimizer._learning_rate.decay_steps,
+                   "loss": history.history["loss"]}}))
+""")
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["replicas"] == 2
+    assert result["steps"] == result["decay_steps"] == 10  # 160 texts / 32, 2 epochs
+    assert all(np.isfinite(result["loss"]))
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda m: m.fit(np.array([[2, 7, 3]]), [0]), r"x holds int64 values, not strings"),
+    (lambda m: m.fit([[2, 7, 3]], [0]), r"x\[0\] is a list"),
+    (lambda m: m.fit([2, 7], [0, 1]), r"x\[0\] is an int \(2\), not a string"),
+    (lambda m: m.fit("one text", [0]), r"x is one string; pass a list of texts"),
+    (lambda m: m.fit(None, [0]), r"x is None"),
+    (lambda m: m.fit([], []), r"x is empty"),
+    (lambda m: m.predict([]), r"x is empty"),
+    (lambda m: m.fit(["a", None], [0, 1]), r"x\[1\] is NoneType"),
+    (lambda m: m.fit(["a", "b"], [0, 2]), r"y\[1\] is 2: class ids must be in \[0, 2\)"),
+    (lambda m: m.fit(["a", "b"], [0, -1]), r"y\[1\] is -1"),
+    (lambda m: m.fit(["a", "b"], [0]), r"y has 1 rows for 2 texts"),
+    (lambda m: m.fit(["a", "b"], None), r"fit needs y"),
+    (lambda m: m.fit(["a", "b"], ["good", "bad"]), r"labels \['bad', 'good'\] are not in "
+                                                   r"label_list \['0', '1'\]"),
+    (lambda m: m.fit(["a", "b"], [0.5, 1.0]), r"y holds fractions"),
+    (lambda m: m.fit(["a", "b"], [[0, 1], [1, 0]]), r"0/1 matrix is for multi_label=True"),
+    (lambda m: m.fit((["a", "b"], ["c"]), [0, 1]), r"the two text columns differ in length"),
+    (lambda m: m.fit(["a", "b"], [0, 1], sample_weight=[1.0]), r"sample_weight has shape"),
+    (lambda m: m.fit(tf.data.Dataset.from_tensor_slices(["a", "b"]), epochs=1),
+     r"dataset of texts only: fit and evaluate need"),
+    (lambda m: m.fit(tf.data.Dataset.from_tensor_slices(([1, 2], [0, 1]))),
+     r"the dataset yields int32 texts, not strings"),
+    (lambda m: m.fit(["a", "b"], [0, 1], validation_split=0.5), r"validation_split is not"),
+    (lambda m: m("a text"), r"TextClassifier takes the dict of the three int32 id tensors"),
+    (lambda m: m.predict({"text": ["a"]}), r"x is a dict \(text\)"),
+    (lambda m: m.export("unused"), r"has not read any text yet"),
+])
+def test_bad_input_is_one_line(call, match):
+    model = tiny()
+    model.compile()
+    with pytest.raises((TypeError, ValueError), match=match) as info:
+        call(model)
+    assert "\n" not in str(info.value)
+
+
+def test_bad_targets_for_the_other_heads():
+    regression = tiny(num_classes=1)
+    regression.compile()
+    with pytest.raises(ValueError, match=r"y\[1\] is not finite"):
+        regression.fit(["a", "b"], [1.0, float("nan")])
+    with pytest.raises(ValueError, match=r"regression targets must be one number per text"):
+        regression.fit(["a", "b"], ["x", "y"])
+    multi = tiny(num_classes=3, multi_label=True)
+    multi.compile()
+    with pytest.raises(ValueError, match=r"multi_label targets must be a 0/1 matrix of shape "
+                                         r"\(2, 3\)"):
+        multi.fit(["a", "b"], [0, 2])
+    with pytest.raises(ValueError, match=r"0/1 matrix"):
+        multi.fit(["a", "b"], [[0, 2, 0], [1, 0, 0]])
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"num_classes": 2.5}, r"num_classes must be an int"),
+    ({"num_classes": 1, "multi_label": True}, r"multi_label needs num_classes >= 2"),
+    ({"num_classes": 3, "label_list": ["a", "b"]}, r"label_list has 2 names for num_classes=3"),
+    ({"num_classes": 1, "label_list": ["a"]}, r"regression has no labels"),
+    ({"num_classes": 2, "label_list": ["a", "a"]}, r"names a label twice"),
+    ({"threshold": 1.5, "multi_label": True}, r"threshold must be in \(0, 1\)"),
+])
+def test_bad_constructor_arguments(kwargs, match):
+    with pytest.raises((TypeError, ValueError), match=match):
+        tiny(**kwargs)
+
+
+def test_strings_given_to_an_ids_model_is_one_line():
+    encoder = BertEncoder(BertConfig.from_preset("tiny", vocab_size=1931))
+    model = BertClassifier(encoder, num_classes=2)
+    for x in (["a text"], np.array(["a text"]), tf.constant(["a text"]),
+              tf.data.Dataset.from_tensor_slices(["a text"])):
+        with pytest.raises(TypeError, match=r"BertClassifier takes the dict of the three int32 "
+                                            r"id tensors .* use tfbert.TextClassifier"):
+            model.predict(x)
+    with pytest.raises(TypeError, match="not strings"):
+        model(["a text"])
+
+
+def test_get_config_round_trip():
+    pre = BertPreprocessor(vocab_file=VOCAB, seq_length=16)
+    model = TextClassifier(BertEncoder(BertConfig.from_preset("tiny", vocab_size=1931)), pre,
+                           num_classes=3, label_list=["a", "b", "c"], pairs=True, dropout=0.2)
+    again = TextClassifier.from_config(model.get_config())
+    assert again.get_config() == model.get_config()
+    assert again.preprocessor.seq_length == 16 and again.label_list == ["a", "b", "c"]

@@ -1,0 +1,483 @@
+"""`TextClassifier`: a Keras classifier that takes raw strings, preprocessor attached.
+
+keras-hub's `TextClassifier` habit on a tfbert encoder: `fit`, `evaluate` and
+`predict` take texts (a list of str, a NumPy string array, a pandas Series, a
+tuple of two of them for sentence pairs, or a `tf.data.Dataset` of strings);
+the `BertPreprocessor` runs inside `tf.data` (each batch padded to a bucket
+of its longest text). `compile()` with no arguments is the fine-tuning recipe
+of `tfbert.train.recipe`: the head's loss and metrics, AdamW with warmup over
+10% of the updates and linear decay to 0 over the updates that `fit` runs,
+the learning rate by model size and the batch size by data size. Anything
+passed to `compile` or `fit` instead (an optimizer, a loss, metrics,
+callbacks, `batch_size`) is used as given.
+
+One model for three kinds of head: `num_classes` labels (softmax), one score
+(`num_classes=1`: regression, MSE), or `multi_label=True` (one sigmoid per
+label, binary cross-entropy; a label is chosen at probability >= its
+threshold). The model itself maps the three id tensors to logits, as
+`BertClassifier` does, so `model.predict(texts)` gives logits; the dict of
+ids (or a dataset of it) is passed through as it is.
+
+Ways out: `save("m.keras")` / `keras.models.load_model` (the vocabulary
+travels in the config); `export(dir)`: the strings-in SavedModel that
+`tools/finetune.py` writes for the same head (`serving_default(text[,
+text_b])`, `serving_ids`); `save_pretrained(dir)`: a tfbert checkpoint that
+`from_pretrained` reads. `tfbert.tasks.classification` trains this same
+class, so the scripts, the runner and a user's `fit` share the model.
+
+Example (a random tiny encoder; `from_pretrained(dir)` for real weights):
+>>> model = TextClassifier.from_preset("tiny", vocab_file="tests/data/pretraining/vocab.txt",
+...                                    num_classes=2, seq_length=32)
+>>> model.compile()
+>>> history = model.fit(["a fine day", "a dreadful mess"], [1, 0], epochs=1, verbose=0)
+>>> model.predict(["what a fine day"], verbose=0).shape
+(1, 2)
+"""
+
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfbert import checkpoint
+from tfbert.config import BertConfig
+from tfbert.data.batching import steps_per_epoch as steps_per_epoch_of
+from tfbert.data.batching import training_batches
+from tfbert.encoder import BertEncoder
+from tfbert.models.classifier import BertClassifier
+from tfbert.models.text_data import (check_weights, dataset_columns, holds_ids, text_columns,
+                                     text_dataset)
+from tfbert.text.packer import trim_to_bucket
+from tfbert.text.preprocessor import BertPreprocessor
+from tfbert.train import recipe
+from tfbert.train.optimizer import create_optimizer
+
+WARMUP_RATIO = 0.1  # TrainConfig's default: warmup over 10% of the updates
+
+
+def classification_outputs(logits, label_list):
+    """`logits`, `probabilities` (softmax), `label_id` and `label` (graph ops;
+    the export and `predict` of the single-label heads)."""
+    label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
+    return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1),
+            "label_id": label_id, "label": tf.gather(tf.constant(label_list), label_id)}
+
+
+def regression_outputs(logits):
+    return {"logits": logits, "score": logits[:, 0]}
+
+
+def multi_label_outputs(logits, thresholds, label_list):
+    """`logits`, `probabilities` (sigmoid), `label_mask` (1 = chosen at
+    `thresholds`), `labels` (the chosen ones first, "" after: dense, as TF
+    Serving's REST API needs) and `num_labels` (graph ops)."""
+    num = len(label_list)
+    probabilities = tf.sigmoid(logits)
+    mask = tf.where(probabilities >= tf.cast(thresholds, probabilities.dtype), 1, 0)
+    # Chosen labels first, each group in label-list order.
+    order = tf.math.top_k(-((1 - mask) * num + tf.range(num)), k=num).indices
+    count = tf.reduce_sum(mask, axis=-1)
+    names = tf.gather(tf.constant(label_list), order)
+    labels = tf.where(tf.range(num)[None, :] < count[:, None], names, "")
+    return {"logits": logits, "probabilities": probabilities, "label_mask": mask,
+            "labels": labels, "num_labels": count}
+
+
+def head_loss(num_classes, multi_label=False):
+    """The loss of a classifier head on logits (the recipe's, and the tasks')."""
+    if multi_label:
+        return keras.losses.BinaryCrossentropy(from_logits=True)
+    if num_classes == 1:
+        return keras.losses.MeanSquaredError()
+    return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+
+def head_metrics(num_classes, multi_label=False):
+    if multi_label:  # per (text, label) decision at probability 0.5 (logit 0)
+        return [keras.metrics.BinaryAccuracy(name="label_accuracy", threshold=0.0)]
+    if num_classes == 1:
+        return [keras.metrics.MeanAbsoluteError(name="mae")]
+    return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+
+@keras.saving.register_keras_serializable(package="tfbert")
+class TextClassifier(BertClassifier):
+    """Classification, regression or multi-label classification of raw strings.
+
+    Args:
+        encoder: a `BertEncoder` (pretrained or fresh).
+        preprocessor: the `BertPreprocessor` of the encoder's vocabulary.
+        num_classes: labels (1: regression, one score).
+        multi_label: one sigmoid per label, any number per text.
+        label_list: the names of the labels (default "0", "1", ...); `fit`
+            also takes labels as these strings.
+        threshold: multi-label decision threshold on each probability (a
+            non-trainable `label_thresholds` variable, one per label).
+        pairs: the model reads sentence pairs (`text`, `text_b`). None: the
+            first `fit` (or `predict`) decides from its `x`.
+        dropout, pooling, initializer_range: as `BertClassifier`.
+    """
+
+    def __init__(self, encoder, preprocessor, num_classes=2, multi_label=False,
+                 label_list=None, threshold=0.5, pairs=None, dropout=0.1, pooling="cls",
+                 initializer_range=None, **kwargs):
+        # === Checks ===
+        if not isinstance(preprocessor, BertPreprocessor):
+            raise TypeError(f"TextClassifier needs a BertPreprocessor, got "
+                            f"{type(preprocessor).__name__}.")
+        if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)):
+            raise TypeError(f"num_classes must be an int, got {num_classes!r}.")
+        if multi_label and num_classes < 2:
+            raise ValueError(f"multi_label needs num_classes >= 2, got {num_classes}.")
+        if not 0 < float(threshold) < 1:
+            raise ValueError(f"threshold must be in (0, 1), got {threshold}.")
+        if label_list is not None:
+            label_list = [str(label) for label in label_list]
+            if num_classes == 1 or len(label_list) != num_classes:
+                raise ValueError(f"label_list has {len(label_list)} names for num_classes="
+                                 f"{num_classes}" + (" (regression has no labels)."
+                                                     if num_classes == 1 else "."))
+            if len(set(label_list)) != len(label_list):
+                raise ValueError(f"label_list names a label twice: {label_list}.")
+        kwargs.setdefault("name", "text_classifier")
+        super().__init__(encoder, num_classes, dropout=dropout,
+                         initializer_range=initializer_range, pooling=pooling, **kwargs)
+        # === Config ===
+        self.preprocessor = preprocessor
+        self.multi_label = bool(multi_label)
+        self.label_list = label_list or (None if num_classes == 1 else
+                                         [str(i) for i in range(num_classes)])
+        self.threshold = float(threshold)
+        self.pairs = pairs
+        self._auto_optimizer = False  # compile(optimizer="auto"): fit builds the optimizer
+        if self.multi_label:
+            # One threshold per label, saved with the weights: the fine-tuning
+            # task chooses them on validation data (tfbert.tasks.multi_label).
+            self.label_thresholds = keras.Variable(
+                np.full(self.num_classes, self.threshold, np.float32), trainable=False,
+                name="label_thresholds")
+
+    # === Constructors ===
+
+    @classmethod
+    def from_preset(cls, preset, vocab_file, lower_case=True, seq_length=128, **kwargs):
+        """Random weights of a `BertConfig` preset ("tiny" ... "large") over `vocab_file`."""
+        with open(vocab_file, encoding="utf-8") as f:
+            vocab_size = sum(1 for _ in f)
+        config = BertConfig.from_preset(preset, vocab_size=vocab_size)
+        preprocessor = BertPreprocessor(vocab_file=vocab_file, lower_case=lower_case,
+                                        seq_length=seq_length,
+                                        max_seq_length=config.max_position_embeddings,
+                                        max_segments=config.type_vocab_size)
+        return cls(BertEncoder(config), preprocessor, **kwargs)
+
+    @classmethod
+    def from_pretrained(cls, checkpoint_dir, num_classes=None, seq_length=128, **kwargs):
+        """From a tfbert checkpoint: a converted or pretrained encoder (a fresh
+        head of `num_classes`, default 2), or one `save_pretrained` wrote (its
+        head, labels and settings; `num_classes` must agree with the head)."""
+        ckpt = checkpoint.read_checkpoint(checkpoint_dir)
+        encoder = BertEncoder(ckpt.config)
+        encoder.set_named_weights(ckpt.encoder_weights(), source=ckpt.weights_path)
+        settings = ckpt.text_classifier or {}
+        head = ckpt.prefixed_weights("classifier") if settings else {}
+        if head:
+            outputs = head["kernel"].shape[-1]
+            if num_classes is not None and int(num_classes) != outputs:
+                raise ValueError(
+                    f"{ckpt.weights_path}: the classifier head has {outputs} outputs, "
+                    f"but num_classes={num_classes}; drop num_classes to keep the head.")
+            num_classes = outputs
+            for key in ("multi_label", "label_list", "threshold", "pairs", "pooling"):
+                kwargs.setdefault(key, settings.get(key))
+            seq_length = settings.get("seq_length", seq_length)
+        preprocessor = BertPreprocessor.from_pretrained(checkpoint_dir, seq_length=seq_length)
+        kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        model = cls(encoder, preprocessor, num_classes=2 if num_classes is None else num_classes,
+                    **kwargs)
+        if head:
+            checkpoint.assign_weights({"kernel": model.get_layer("logits").kernel,
+                                       "bias": model.get_layer("logits").bias},
+                                      head, ckpt.weights_path, "text classifier head")
+        return model
+
+    # === Strings in ===
+
+    @property
+    def text_inputs(self):
+        """The exported signature's string inputs."""
+        return ("text", "text_b") if self.pairs else ("text",)
+
+    def preprocess(self, texts):
+        """Graph ops: a tuple of string tensors `[batch]` -> the three id tensors,
+        cut to a bucket of the batch's longest text."""
+        return trim_to_bucket(self.preprocessor(list(_tuple(texts))))
+
+    def _check_columns(self, count):
+        if self.pairs is None:
+            self.pairs = count == 2
+        elif self.pairs != (count == 2):
+            raise ValueError(f"This model reads {'pairs' if self.pairs else 'single texts'}; "
+                             f"got {count} text column{'s' if count > 1 else ''}.")
+
+    def targets(self, y, n):
+        """`y` as the loss expects it, checked: class ids `[n]`, scores `[n, 1]`
+        or a 0/1 matrix `[n, num_classes]`."""
+        if y is None:
+            raise ValueError("fit needs y: one label per text.")
+        if hasattr(y, "to_numpy"):
+            y = y.to_numpy()
+        elif hasattr(y, "numpy"):
+            y = y.numpy()
+        y = np.asarray(y)
+        if y.ndim == 0 or y.shape[0] != n:
+            raise ValueError(f"y has {y.shape[0] if y.ndim else 'no'} rows for {n} texts.")
+        if self.multi_label:
+            if y.shape != (n, self.num_classes) or not np.isin(y, (0, 1)).all():
+                raise ValueError(f"multi_label targets must be a 0/1 matrix of shape "
+                                 f"({n}, {self.num_classes}), got {y.dtype} {y.shape}.")
+            return y.astype(np.float32)
+        if self.num_classes == 1:
+            if y.dtype.kind not in "iuf" or y.size != n:
+                raise ValueError(f"regression targets must be one number per text, got "
+                                 f"{y.dtype} {y.shape}.")
+            y = y.astype(np.float32).reshape(n, 1)
+            if not np.isfinite(y).all():
+                raise ValueError(f"y[{int(np.argmin(np.isfinite(y[:, 0])))}] is not finite.")
+            return y
+        if y.ndim != 1:
+            raise ValueError(f"y must be one class id per text, shape ({n},), got {y.shape}"
+                             + (" (a 0/1 matrix is for multi_label=True)." if y.ndim == 2
+                                else "."))
+        if y.dtype.kind in "USO":
+            index = {label: i for i, label in enumerate(self.label_list)}
+            unknown = sorted({str(label) for label in y} - set(index))
+            if unknown:
+                raise ValueError(f"labels {unknown[:5]} are not in label_list "
+                                 f"{self.label_list}.")
+            return np.array([index[str(label)] for label in y], np.int32)
+        if y.dtype.kind == "f" and not np.all(y == np.round(y)):
+            raise ValueError("y holds fractions: class ids are integers (num_classes=1 is "
+                             "regression).")
+        bad = np.flatnonzero((y < 0) | (y >= self.num_classes))
+        if len(bad):
+            raise ValueError(f"y[{bad[0]}] is {y[bad[0]]}: class ids must be in "
+                             f"[0, {self.num_classes}).")
+        return y.astype(np.int32)
+
+    def text_batches(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False,
+                     with_targets=True, seed=0, drop_remainder=False):
+        """A `tf.data.Dataset` of `(ids, targets[, weights])` (or ids alone
+        without targets) from texts, tokenized in its `map`. `shuffle`: the
+        fine-tuning tasks' endless training stream (`training_batches`: a
+        seeded shuffle each epoch, batches of similar length)."""
+        batch_size = int(batch_size or 32)
+        if isinstance(x, tf.data.Dataset):
+            if y is not None or sample_weight is not None:
+                raise ValueError("x is a tf.data.Dataset: its elements carry the targets; "
+                                 "y and sample_weight must be None.")
+            count, has_targets, batched = dataset_columns(x)
+            self._check_columns(count)
+            if with_targets and not has_targets:
+                raise ValueError("x is a dataset of texts only: fit and evaluate need "
+                                 "(texts, targets) elements.")
+            ds = x if batched else x.batch(batch_size)
+            if has_targets:
+                ds = ds.map(lambda t, *rest: (self.preprocess(t), *rest),
+                            num_parallel_calls=tf.data.AUTOTUNE)
+            else:
+                ds = ds.map(lambda *t: self.preprocess(t), num_parallel_calls=tf.data.AUTOTUNE)
+            return ds.prefetch(tf.data.AUTOTUNE)
+        columns = text_columns(x)
+        self._check_columns(len(columns))
+        n = len(columns[0])
+        targets = self.targets(y, n) if with_targets else None
+        weights = check_weights(sample_weight, n) if with_targets else None
+        if shuffle:
+            ds = text_dataset(columns, targets, weights)
+            ds = training_batches(ds, n, batch_size, seed, self._num_tokens, drop_remainder)
+        else:
+            ds = text_dataset(columns, targets, weights).batch(batch_size)
+        if targets is None:  # elements are the tuple of text columns: map unpacks it
+            ds = ds.map(lambda *t: self.preprocess(t), num_parallel_calls=tf.data.AUTOTUNE)
+        else:
+            ds = ds.map(lambda t, *rest: (self.preprocess(t), *rest),
+                        num_parallel_calls=tf.data.AUTOTUNE)
+        return ds.prefetch(tf.data.AUTOTUNE)
+
+    def _num_tokens(self, texts, *targets):
+        tokenize = self.preprocessor.tokenizer.tokenize_flat
+        return tf.add_n([tokenize(t).row_lengths() for t in _tuple(texts)])
+
+    # === Training: compile() is the recipe ===
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+        """`"auto"`: the recipe (see module doc); the optimizer is then built
+        by the first `fit`, which knows how many updates it will run."""
+        loss = head_loss(self.num_classes, self.multi_label) if loss == "auto" else loss
+        if metrics == "auto":
+            metrics = head_metrics(self.num_classes, self.multi_label)
+        self._auto_optimizer = optimizer == "auto"
+        if self._auto_optimizer:  # a placeholder until fit: Keras needs one to compile
+            optimizer = keras.optimizers.AdamW(auto_learning_rate(self))
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def compile_from_config(self, config):
+        # What Keras' own does for a model whose compile() is not overridden.
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    def _compile_recipe(self, updates):
+        """The recipe's AdamW for `updates` optimizer steps, under the model's strategy."""
+        with self.distribute_strategy.scope():
+            optimizer = create_optimizer(auto_learning_rate(self), num_train_steps=updates,
+                                         num_warmup_steps=int(WARMUP_RATIO * updates))
+        # Keras keeps the compile() arguments; only the optimizer changes.
+        super().compile(**{**self._compile_config.config, "optimizer": optimizer})
+        self._auto_optimizer = False
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, validation_data=None,
+            sample_weight=None, shuffle=True, steps_per_epoch=None, seed=None, **kwargs):
+        """Keras `fit` on raw texts (see module doc). `batch_size` None: the
+        recipe's (16 below 10,000 texts, else 32). `validation_data`: `(x, y)`
+        or a dataset, as `x`. With `shuffle`, texts are batched as the
+        fine-tuning tasks batch them: reshuffled each epoch with `seed` (None:
+        drawn from NumPy's generator, which `keras.utils.set_random_seed`
+        seeds), in batches of similar length."""
+        if holds_ids(x):  # already preprocessed (the fine-tuning tasks' datasets)
+            return super().fit(x, y, batch_size=batch_size, epochs=epochs,
+                               validation_data=validation_data, sample_weight=sample_weight,
+                               shuffle=shuffle, steps_per_epoch=steps_per_epoch, **kwargs)
+        if kwargs.get("validation_split"):
+            raise ValueError("validation_split is not supported on texts: pass "
+                             "validation_data=(texts, labels).")
+        n = None if isinstance(x, tf.data.Dataset) else len(text_columns(x)[0])
+        if batch_size is None and n is not None:
+            batch_size = 16 if n < recipe.LARGE_DATA else 32
+        shuffle = shuffle and n is not None  # a dataset comes batched as the user wants
+        # Replicas need equal shares: the last partial batch goes under several.
+        drop_remainder = shuffle and self.distribute_strategy.num_replicas_in_sync > 1
+        if seed is None:
+            seed = int(np.random.randint(2**31 - 1))
+        data = self.text_batches(x, y, sample_weight, batch_size, shuffle=shuffle, seed=seed,
+                                 drop_remainder=drop_remainder)
+        if shuffle and steps_per_epoch is None:  # the training stream repeats without end
+            steps_per_epoch = steps_per_epoch_of(n, batch_size, drop_remainder)
+        if validation_data is not None:
+            validation_data = self.text_batches(*_validation_parts(validation_data),
+                                                batch_size=batch_size)
+        if self._auto_optimizer:
+            steps = steps_per_epoch or _count_batches(data)
+            self._compile_recipe(max(1, steps * epochs))
+        # shuffle=False: the text batches are shuffled above, before tokenization.
+        return super().fit(data, epochs=epochs, validation_data=validation_data,
+                           steps_per_epoch=steps_per_epoch, shuffle=False, **kwargs)
+
+    def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
+        if holds_ids(x):
+            return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight,
+                                    **kwargs)
+        return super().evaluate(self.text_batches(x, y, sample_weight, batch_size), **kwargs)
+
+    def predict(self, x, batch_size=None, **kwargs):
+        """Logits `[n, num_classes]` of raw texts, in input order (the ids
+        dict, or a dataset of it, goes to the model as it is)."""
+        if holds_ids(x):
+            return super().predict(x, batch_size=batch_size, **kwargs)
+        return super().predict(self.text_batches(x, batch_size=batch_size, with_targets=False),
+                               **kwargs)
+
+    # === Ways out ===
+
+    def outputs_of(self, logits):
+        """The exported signature's named outputs from logits (graph ops)."""
+        if self.multi_label:
+            return multi_label_outputs(logits, self.label_thresholds, self.label_list)
+        if self.num_classes == 1:
+            return regression_outputs(logits)
+        return classification_outputs(logits, self.label_list)
+
+    def export(self, filepath, format="tf_saved_model", jit_compile=False, **kwargs):
+        """The strings-in SavedModel `tools/finetune.py` writes for this head:
+        `serving_default(text[, text_b])` and `serving_ids` (three int tensors).
+        Other `format`s go to Keras' own `Model.export`."""
+        if format != "tf_saved_model":
+            return super().export(filepath, format=format, **kwargs)
+        if self.pairs is None:
+            raise ValueError("export: the model has not read any text yet; set pairs=True "
+                             "or False (or fit it first).")
+        # export/ builds on models: imported here.
+        from tfbert.export.compiled_call import compiled_call
+        from tfbert.export.task_model import export_task_model
+
+        call = compiled_call(self, jit_compile)
+        names = self.text_inputs
+
+        def serve_text(texts):
+            return self.outputs_of(call(self.preprocess([texts[n] for n in names])))
+
+        return export_task_model(os.fspath(filepath), serve_text,
+                                 lambda ids: self.outputs_of(call(ids)), names,
+                                 track=[self, self.preprocessor],
+                                 warmup_shapes=call.shapes(self.preprocessor.seq_length))
+
+    def settings(self):
+        """What `save_pretrained` writes beside the weights (the checkpoint's
+        `text_classifier` section)."""
+        return {"multi_label": self.multi_label, "label_list": self.label_list,
+                "threshold": self.threshold, "pairs": self.pairs, "pooling": self.pooling,
+                "seq_length": self.preprocessor.seq_length}
+
+    def save_pretrained(self, out_dir, source="tfbert.TextClassifier"):
+        """A tfbert checkpoint (encoder, `classifier/*` head, vocabulary and
+        `settings()`) that `from_pretrained` reads; its encoder serves any
+        other task too."""
+        head = self.get_layer("logits")
+        return checkpoint.save_checkpoint(
+            out_dir, self.encoder.config, self.encoder.get_named_weights(),
+            self.preprocessor.vocab.tokens, self.preprocessor.lower_case,
+            head_weights={"classifier": {"kernel": head.kernel.numpy(), "bias": head.bias.numpy()}},
+            source=source, text_classifier=self.settings())
+
+    # === Keras plumbing ===
+
+    def head_config(self):
+        return {**super().head_config(), "multi_label": self.multi_label,
+                "label_list": self.label_list, "threshold": self.threshold,
+                "pairs": self.pairs}
+
+    def get_config(self):
+        return {**super().get_config(),
+                "preprocessor": keras.layers.serialize(self.preprocessor)}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["preprocessor"] = keras.layers.deserialize(config["preprocessor"])
+        return super().from_config(config)
+
+
+def auto_learning_rate(model):
+    return recipe.auto_learning_rate(model.encoder.config.hidden_size)
+
+
+def _tuple(texts):
+    return tuple(texts) if isinstance(texts, (tuple, list)) else (texts,)
+
+
+def _count_batches(dataset):
+    count = int(dataset.cardinality())
+    if count < 0:  # unknown (filtered or generated): count it once
+        count = int(dataset.reduce(0, lambda c, _: c + 1))
+    return count
+
+
+def _validation_parts(validation_data):
+    if isinstance(validation_data, tf.data.Dataset):
+        return validation_data, None, None
+    if not isinstance(validation_data, (tuple, list)) or len(validation_data) not in (2, 3):
+        raise ValueError("validation_data must be (texts, labels[, weights]) or a "
+                         "tf.data.Dataset of (texts, labels).")
+    return tuple(validation_data) + (None,) * (3 - len(validation_data))

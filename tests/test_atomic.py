@@ -146,3 +146,15 @@ def test_a_new_directory_below_the_current_one_is_written(tmp_path, monkeypatch)
     with atomic_dir("export") as tmp:
         open(os.path.join(tmp, "saved_model.pb"), "w").close()
     assert os.listdir(tmp_path / "export") == ["saved_model.pb"]
+
+
+def test_a_file_is_never_replaced_by_a_directory(tmp_path):
+    """`CrossEncoder.export(<a checkpoint's config.json>)` once swapped the file
+    for a SavedModel directory and left the file under a hidden name."""
+    path = tmp_path / "config.json"
+    path.write_text("{}")
+    with pytest.raises(DestinationError, match=r"config\.json is a file, not a directory"):
+        with atomic_dir(str(path)):
+            pass
+    assert path.read_text() == "{}" and sorted(p.name for p in tmp_path.iterdir()) == ["config.json"]
+

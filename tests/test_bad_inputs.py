@@ -174,6 +174,39 @@ CASES = [
      r"lora_rank: must be >= 1, got 0"),
     ("train: lora_rank above the layer", lambda w: lora_on_tiny(w, 1000),
      r"train\.lora_rank: 1000 is not in \[1, 64\]"),
+    # --- Issue 52: multi-label files, LoRA and accumulation settings ---
+    ("multi-label: labels not strings", lambda w: multi_label_task(
+        w, label_list=["food", "sport"]).read(write(
+            w, "ml_int.jsonl", '{"t": "x", "l": ["food"]}\n{"t": "y", "l": [1, 2]}\n')),
+     r"ml_int\.jsonl, line 2: the 'l' labels must be strings"),
+    ("multi-label: a row without the label column", lambda w: multi_label_task(
+        w, label_list=["food"]).read(write(
+            w, "ml_missing.jsonl", '{"t": "x", "l": ["food"]}\n{"t": "y"}\n')),
+     r"ml_missing\.jsonl, line 2: no key 'l'"),
+    ("multi-label: no row has a label", lambda w: multi_label_task(
+        w, train_file=write(w, "ml_none.jsonl", '{"t": "x", "l": []}\n{"t": "y", "l": []}\n')
+    ).prepare(w["pre"]), r"ml_none\.jsonl: no labels in the label column 'l'"),
+    ("multi-label: a TSV with commas", lambda w: multi_label_task(
+        w, label_list=["food"]).read(write(w, "ml_commas.tsv", "t,l\nx,food\n")),
+     r"ml_commas\.tsv, line 1: no column named 't'.*\['t,l'\]"),
+    ("train: lora_rank fractional", lambda w: load_train_config(w, "lora_rank: 2.5\n"),
+     r"lora_rank: expected an integer, got 2\.5"),
+    ("train: lora_rank a string", lambda w: load_train_config(w, "lora_rank: eight\n"),
+     r"lora_rank: expected an integer, got 'eight'"),
+    ("train: lora_targets twice the same", lambda w: load_train_config(
+        w, "lora_targets: [query, query]\n"), r"lora_targets: must be a non-empty list of distinct"),
+    ("train: lora_targets one string", lambda w: load_train_config(w, "lora_targets: query\n"),
+     r"lora_targets: expected a list, got 'query'"),
+    ("train: lora_targets unknown", lambda w: load_train_config(w, "lora_targets: [q]\n"),
+     r"lora_targets: must be a non-empty list"),
+    ("train: gradient_accumulation_steps fractional",
+     lambda w: load_train_config(w, "gradient_accumulation_steps: 1.5\n"),
+     r"gradient_accumulation_steps: expected an integer, got 1\.5"),
+    ("train: gradient_accumulation_steps above the batch",
+     lambda w: load_train_config(w, "batch_size: 8\ngradient_accumulation_steps: 16\n"),
+     r"gradient_accumulation_steps: 16 does not divide batch_size 8"),
+    ("train: learning_rate .inf", lambda w: load_train_config(w, "learning_rate: .inf\n"),
+     r"learning_rate: expected a finite number, got inf"),
 ]
 
 

@@ -88,8 +88,8 @@ def check_replaceable(out_dir):
     """The absolute path of `out_dir`, refused (one `DestinationError`) when
     replacing it would delete what the user did not ask to replace: an empty
     path (it means the current directory), the current directory or one of its
-    parents, the filesystem root or the home directory. An export to "" once
-    replaced a whole working tree this way."""
+    parents, the filesystem root or the home directory; and an existing file.
+    An export to "" once replaced a whole working tree this way."""
     if out_dir is None or not str(os.fspath(out_dir)).strip():
         raise DestinationError("The output directory is empty: name a directory to write "
                                "(an empty path would replace the current directory).")
@@ -100,6 +100,9 @@ def check_replaceable(out_dir):
         raise DestinationError(f"Refusing to replace {path}: it is the current directory, one "
                                "of its parents, the root or the home directory; write the "
                                "output into a new directory below it.")
+    if os.path.lexists(path) and not os.path.isdir(path):
+        # A directory swapped in for a file would leave the file under a hidden name.
+        raise DestinationError(f"{path} is a file, not a directory: name a directory to write.")
     return path
 
 

@@ -33,6 +33,8 @@ ValueError: Train.epochs: must be >= 1, got 0.
 
 import dataclasses
 import functools
+import math
+import numbers
 import os
 import re
 import sys
@@ -127,6 +129,8 @@ def check_value(value, hint, field=None):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ValueError(f"expected a number, got {value!r}")
         value = float(value)
+        if not math.isfinite(value):  # .inf passes "> 0" (a budget that never ends)
+            raise ValueError(f"expected a finite number, got {value!r}")
     elif hint is str:
         if not isinstance(value, str):
             raise ValueError(f"expected a string, got {value!r}")
@@ -355,3 +359,57 @@ def _set_dotted(values, key, value):
         if not isinstance(node, dict):
             raise ValueError(f"Override {key!r}: {part!r} is not a mapping.")
     node[parts[-1]] = value
+
+
+# === Call arguments ===
+# The same checks for the arguments of library calls (top_k, batch_size, margins, ...):
+# one line naming the argument and what it takes, before NumPy, TensorFlow or FAISS
+# meet the value. Bools, fractions and strings are not integers here.
+
+def _expected(name, kind, low, high, allow_none, high_open=False):
+    kind += " or None" if allow_none else ""
+    if low is not None and high is not None:
+        return f"{name} must be in [{low}, {high}{')' if high_open else ']'} ({kind})"
+    if low is not None:
+        return f"{name} must be >= {low} ({kind})"
+    if high is not None:
+        return f"{name} must be {'<' if high_open else '<='} {high} ({kind})"
+    return f"{name} must be {kind}"
+
+
+def check_int(value, name, low=None, high=None, allow_none=False):
+    """`value` as an int for the argument `name`, or a one-line TypeError
+    (not an integer) / ValueError (outside `[low, high]`).
+
+    >>> check_int(2.5, "top_k", 1)
+    Traceback (most recent call last):
+    TypeError: top_k must be >= 1 (an integer), got 2.5.
+    """
+    if value is None and allow_none:
+        return None
+    expected = _expected(name, "an integer", low, high, allow_none)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{expected}, got {value!r:.40}.")
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise ValueError(f"{expected}, got {int(value)}.")
+    return int(value)
+
+
+def check_number(value, name, low=None, high=None, allow_none=False, high_open=False):
+    """`value` as a finite float for the argument `name` (in `[low, high]`,
+    `[low, high)` with `high_open`), or a one-line TypeError / ValueError.
+
+    >>> check_number(float("nan"), "absolute_margin", allow_none=True)
+    Traceback (most recent call last):
+    ValueError: absolute_margin must be a finite number or None, got nan.
+    """
+    if value is None and allow_none:
+        return None
+    expected = _expected(name, "a finite number", low, high, allow_none, high_open)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{expected}, got {value!r:.40}.")
+    value = float(value)
+    if (not math.isfinite(value) or (low is not None and value < low)
+            or (high is not None and (value >= high if high_open else value > high))):
+        raise ValueError(f"{expected}, got {value!r}.")
+    return value

@@ -95,3 +95,15 @@ def test_bad_files_and_inputs_are_one_clear_line(embedded, tmp_path):
         with pytest.raises(error, match=message) as e:
             call()
         assert "\n" not in str(e.value)
+
+
+def test_add_extends_the_index_like_one_build(embedded, tmp_path):
+    corpus, queries = embedded
+    whole = VectorIndex.build(corpus, ids=np.arange(len(corpus)) + 10)
+    grown = VectorIndex.build(corpus[:100], ids=np.arange(100) + 10).add(corpus[100:])
+    assert len(grown) == len(corpus)
+    assert grown.ids.tolist() == whole.ids.tolist()  # default ids continue after the largest
+    exact = [[i + 10 for i in row] for row in ids(semantic_search(queries, corpus, top_k=3))]
+    assert ids(grown.search(queries, top_k=3)) == exact
+    reloaded = VectorIndex.load(grown.save(str(tmp_path / "grown.index")))
+    assert ids(reloaded.search(queries, top_k=3)) == exact

@@ -69,3 +69,16 @@ def test_bad_input_is_one_clear_line(tmp_path, docstring_rows):
         with pytest.raises(ValueError, match=message) as e:
             call()
         assert "\n" not in str(e.value)
+
+
+def test_a_passage_held_three_times_is_one_candidate(minilm_bi_encoder, docstring_rows):
+    # Issue 52: with the same passage three times in the corpus, a row's three negatives
+    # were that one sentence (garbage in the rows the cross-encoder trains on).
+    pairs = docstring_rows[:10]
+    corpus = [p for _, p in docstring_rows[:40]]
+    tripled = corpus[:1] * 3 + corpus + corpus[5:8] * 2
+    mined = mine_hard_negatives(pairs, tripled, encoder=minilm_bi_encoder, num_negatives=3)
+    once = mine_hard_negatives(pairs, corpus, encoder=minilm_bi_encoder, num_negatives=3)
+    assert all(len(set(row.negatives)) == len(row.negatives) for row in mined)
+    # Duplicates change nothing: the same rows as the corpus without them.
+    assert [(r.query, r.negatives) for r in mined] == [(r.query, r.negatives) for r in once]

@@ -48,6 +48,13 @@ def case(tmp, name):
         "pretrain: budget not positive": (
             "pretrain.py", [f"--model_dir={tmp / 'pt4'}", "--train_files=x", "--vocab_file=v",
                             "--budget_minutes=0"], r"budget_minutes=0(\.0)?: must be > 0"),
+        "pretrain: budget infinite": (
+            "pretrain.py", [f"--model_dir={tmp / 'pt6'}", "--train_files=x", "--vocab_file=v",
+                            "--budget_minutes=inf"],
+            r"budget_minutes=\.inf: expected a finite number, got inf"),
+        "pretrain: budget NaN": (
+            "pretrain.py", [f"--model_dir={tmp / 'pt7'}", "--train_files=x", "--vocab_file=v",
+                            "--budget_minutes=nan"], r"budget_minutes=\.nan: expected a finite"),
         "pretrain: budget and num_train_steps": (
             "pretrain.py", [f"--model_dir={tmp / 'pt5'}", "--train_files=x", "--vocab_file=v",
                             "--budget_minutes=5", "--num_train_steps=200"],
@@ -87,7 +94,8 @@ NAMES = ["finetune: batch_size lots", "finetune: YAML syntax", "finetune: missin
          "finetune: gradient_accumulation_steps not dividing",
          "pretrain: gradient_accumulation_steps not dividing",
          "pretrain: no train files", "pretrain: steps not a multiple",
-         "pretrain: budget not positive", "pretrain: budget and num_train_steps",
+         "pretrain: budget not positive", "pretrain: budget infinite", "pretrain: budget NaN",
+         "pretrain: budget and num_train_steps",
          "create_pretraining_data: missing corpus", "export: not a checkpoint",
          "export: tflite_padding unknown",
          "convert: missing input", "predict: body not JSON", "benchmark: --json without --peers",
@@ -108,3 +116,29 @@ def test_tool_bad_input_is_one_clear_line(name, tmp_path):
     errors = [line for line in result.stderr.splitlines() if re.match(r"^\w+: error: ", line)]
     assert len(errors) == 1, result.stderr[-3000:]
     assert re.search(pattern, errors[0]), errors[0]
+
+
+@pytest.mark.slow
+def test_feature_extraction_with_only_seq_length_exports(tmp_path):
+    """Issue 52: `--task=feature_extraction` with a config that gives only
+    `task.seq_length` (nothing trains: it exports the features model) failed with
+    `can only concatenate str (not "NoneType") to str`."""
+    import json
+
+    from tfbert import BertConfig, BertEncoder, BertPreprocessor, SentenceEncoder
+
+    pre = BertPreprocessor(vocab_file=str(ROOT / "tests" / "data" / "pretraining" / "vocab.txt"),
+                           seq_length=16)
+    ckpt = SentenceEncoder(BertEncoder(BertConfig.from_preset("tiny", vocab_size=1931,
+                                                              num_layers=4)),
+                           preprocessor=pre).save_pretrained(str(tmp_path / "ckpt"))
+    (tmp_path / "fe.yaml").write_text("task:\n  seq_length: 32\n")
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "finetune.py"),
+                             "--task=feature_extraction", f"--config={tmp_path / 'fe.yaml'}",
+                             f"--init_checkpoint={ckpt}", f"--model_dir={tmp_path / 'run'}"],
+                            env=ENV, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["task"] == "feature_extraction" and summary["main_metric"] is None
+    assert (pathlib.Path(summary["export_dir"]) / "saved_model.pb").is_file()
+

@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfbert.train.evaluation import BEST_WEIGHTS, best_epoch, fit_keeping_best
+from tfbert.train.evaluation import BEST_WEIGHTS, best_epoch, fit_keeping_best, selection_key
 
 # Per epoch: what the task metric says on the validation slice and on dev.
 # Epochs 1 and 2 tie on validation accuracy; 2 has the lower loss. Epoch 3
@@ -51,3 +51,10 @@ def test_without_validation_the_last_epoch_is_kept():
     assert best_epoch([{"accuracy": 0.9}, {"accuracy": 0.1}], "accuracy") == 1
     nan = float("nan")
     assert best_epoch([{"validation_f1": nan}, {"validation_f1": 0.1}], "f1") == 1
+
+
+def test_a_task_without_a_metric_has_no_selection_key():
+    # Feature extraction trains nothing and has no metric (main_metric None).
+    assert selection_key({"validation_loss": 0.1}, None) is None
+    assert selection_key(SCORES[0], "accuracy") == (0.8, -0.5)
+

@@ -177,9 +177,16 @@ def read_labeled_text(path, text_column, label_column=None, text_b_column=None,
                                      f"the object has keys {sorted(row)}.")
                 value = row[col]
                 value = "" if value is None else value
-                if key == "label" and label_separator is not None and isinstance(value, list):
-                    values[key] = [str(v).strip() for v in value if str(v).strip()]
-                    continue
+                if key == "label" and label_separator is not None:
+                    # Multi-label: a list of label names, or one string split at the
+                    # separator. A number would silently become a label named "1".
+                    names = value if isinstance(value, list) else [value]
+                    if not all(isinstance(v, str) for v in names):
+                        raise ValueError(f"{path}, line {n}: the {col!r} labels must be strings "
+                                         f"(a list of names, or one string), got {value!r:.60}.")
+                    if isinstance(value, list):
+                        values[key] = [v.strip() for v in value if v.strip()]
+                        continue
             else:
                 index = columns[key]
                 if not -len(row) <= index < len(row):

@@ -31,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert import checkpoint
+from tfbert.config_loader import check_int
 from tfbert.encoder import BertEncoder
 from tfbert.models.classifier import POOLING, BertClassifier
 from tfbert.text.packer import trim_to_bucket, trim_to_longest
@@ -57,6 +58,9 @@ class CrossEncoder:
                             f"{f' with {model.num_classes} outputs' if hasattr(model, 'num_classes') else ''}.")
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be 'sigmoid' or None, got {activation!r}.")
+        if not isinstance(preprocessor, BertPreprocessor):
+            raise TypeError("CrossEncoder needs a BertPreprocessor (its vocabulary and "
+                            f"seq_length), got {type(preprocessor).__name__}.")
         self.model = model
         self.preprocessor = preprocessor
         self.activation = activation
@@ -82,8 +86,7 @@ class CrossEncoder:
         order (pairs are sorted by length internally so batches pad little).
         `activation`: "default" (this model's), "sigmoid" or None (logits)."""
         queries, passages = check_pairs(pairs)
-        if int(batch_size) < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
+        batch_size = check_int(batch_size, "batch_size", 1)
         activation = self.activation if activation == "default" else activation
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be 'sigmoid' or None, got {activation!r}.")
@@ -105,9 +108,10 @@ class CrossEncoder:
             raise TypeError(f"rank takes one query string, got {type(query).__name__}.")
         if isinstance(passages, str):
             raise TypeError("rank takes a list of passages, got one str: wrap it as [passage].")
+        if passages is None or not hasattr(passages, "__iter__"):
+            raise TypeError(f"rank takes a list of passages, got {type(passages).__name__}.")
         passages = list(passages)
-        if top_k is not None and int(top_k) < 1:
-            raise ValueError(f"top_k must be >= 1 or None, got {top_k}.")
+        top_k = check_int(top_k, "top_k", 1, allow_none=True)
         scores = self.predict([(query, p) for p in passages], batch_size=batch_size)
         order = np.argsort(-scores, kind="stable")[:top_k]
         hits = [{"corpus_id": int(i), "score": float(scores[i])} for i in order]
@@ -123,6 +127,10 @@ class CrossEncoder:
         """Loads a tfbert checkpoint with a one-output `classifier` head, or a
         `tools/finetune.py --task=cross_encoder` model_dir. `seq_length`
         (default: the checkpoint's, else 512) is capped at the position table."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"from_pretrained takes a checkpoint directory, got "
+                            f"{type(path).__name__}.")
+        seq_length = check_int(seq_length, "seq_length", 2, allow_none=True)
         path = os.fspath(path)
         trained = os.path.join(path, "cross_encoder")
         if not os.path.isfile(os.path.join(path, checkpoint.CONFIG_FILE)) and os.path.isdir(trained):
@@ -142,13 +150,15 @@ class CrossEncoder:
         encoder = BertEncoder(ckpt.config)
         encoder.set_named_weights(ckpt.encoder_weights(), source=ckpt.weights_path)
         settings = ckpt.cross_encoder or {}
-        seq_length = seq_length or settings.get("max_seq_length") or DEFAULT_SEQ_LENGTH
-        seq_length = min(int(seq_length), ckpt.config.max_position_embeddings)
+        config_path = os.path.join(path, checkpoint.CONFIG_FILE)
+        if seq_length is None:
+            seq_length = _section_seq_length(settings, config_path) or DEFAULT_SEQ_LENGTH
+        seq_length = min(seq_length, ckpt.config.max_position_embeddings)
         preprocessor = BertPreprocessor.from_pretrained(path, seq_length=seq_length)
         pooling = settings.get("pooling", "cls")
         if pooling not in POOLING:
-            raise ValueError(f"{os.path.join(path, checkpoint.CONFIG_FILE)}: cross_encoder."
-                             f"pooling is {pooling!r}; it must be one of {list(POOLING)}.")
+            raise ValueError(f"{config_path}: cross_encoder.pooling is {pooling!r}; it must be "
+                             f"one of {list(POOLING)}.")
         model = BertClassifier(encoder, num_classes=1, pooling=pooling)
         checkpoint.assign_weights({"kernel": model.get_layer("logits").kernel,
                                    "bias": model.get_layer("logits").bias},
@@ -162,8 +172,23 @@ class CrossEncoder:
     def export(self, export_dir, jit_compile=False):
         """Strings-in SavedModel: `serving_default(query, passage)` (two
         tf.string `[batch]`) -> `logits`, `score` (sigmoid), `[batch]`."""
+        if not isinstance(export_dir, (str, os.PathLike)):
+            raise TypeError(f"export takes a directory path, got {type(export_dir).__name__}.")
+        if not isinstance(jit_compile, bool):
+            raise TypeError(f"jit_compile must be True or False, got {jit_compile!r:.40}.")
         return export_cross_encoder(self.model, self.preprocessor, export_dir,
                                     jit_compile=jit_compile)
+
+
+def _section_seq_length(settings, config_path):
+    """The pair length the checkpoint's `cross_encoder` section gives (`seq_length`, or
+    `max_seq_length` as save_pretrained writes it), checked; None when it gives none."""
+    key = "seq_length" if "seq_length" in settings else "max_seq_length"
+    value = settings.get(key)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 2):
+        raise ValueError(f"{config_path}: cross_encoder.{key} is {value!r:.40}; it must be an "
+                         "integer >= 2 (wordpieces per query + passage pair).")
+    return value
 
 
 def cross_encoder_outputs(logits):

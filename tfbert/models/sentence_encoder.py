@@ -7,6 +7,7 @@ import tensorflow as tf
 from keras import ops
 
 from tfbert import checkpoint
+from tfbert.config_loader import check_int
 from tfbert.encoder import INPUT_NAMES, BertEncoder
 from tfbert.models.encoder_model import masked_mean
 from tfbert.text.packer import trim_to_longest
@@ -153,10 +154,17 @@ class SentenceEncoder(keras.Model):
         if self.preprocessor is None:
             raise ValueError("SentenceEncoder.encode needs a preprocessor: pass preprocessor= "
                              "or load with SentenceEncoder.from_pretrained(dir).")
-        if int(batch_size) < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
+        batch_size = check_int(batch_size, "batch_size", 1)
         if long_text not in WINDOW_MODES:
             raise ValueError(f"long_text must be one of {list(WINDOW_MODES)}, got {long_text!r}.")
+        # The window settings reach graph ops (a zero step divides by zero there): checked
+        # here against the window's wordpieces, seq_length minus [CLS] and [SEP].
+        budget = self.preprocessor.seq_length - 2
+        doc_stride = check_int(doc_stride, "doc_stride", 1, allow_none=True)
+        doc_overlap = check_int(doc_overlap, "doc_overlap", 0, budget - 1, allow_none=True)
+        max_windows = check_int(max_windows, "max_windows", 1)
+        if truncate_dim is not None:  # checked before the texts are encoded, not after
+            truncate_dim = check_int(truncate_dim, "truncate_dim", 1, self.dim)
         options = dict(long_text=long_text, doc_stride=doc_stride, doc_overlap=doc_overlap,
                        max_windows=max_windows)
         key = ",".join(f"{k}={v}" for k, v in options.items())  # str: Keras tracks the dict
@@ -267,10 +275,8 @@ def truncate_embeddings(embeddings, truncate_dim, model):
     """
     if truncate_dim is None:
         return embeddings
-    if not 1 <= int(truncate_dim) <= model.dim:
-        raise ValueError(f"truncate_dim must be in [1, {model.dim}] (the embedding size), "
-                         f"got {truncate_dim}.")
-    cut = embeddings[:, :int(truncate_dim)]
+    truncate_dim = check_int(truncate_dim, "truncate_dim", 1, model.dim)  # dim: the embedding size
+    cut = embeddings[:, :truncate_dim]
     if not model.normalize:
         return cut
     if isinstance(cut, np.ndarray):

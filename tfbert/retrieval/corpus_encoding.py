@@ -41,6 +41,7 @@ import glob
 import json
 import os
 import uuid
+import zipfile
 
 import numpy as np
 
@@ -49,6 +50,7 @@ try:
 except ImportError:  # the module imports without Beam; running it says what to install
     beam = None
 
+from tfbert.config_loader import check_int
 from tfbert.data.beam_runner import DataLossError, pipeline_options, run_to_completion, runner_label
 from tfbert.data.readers import jsonl_rows
 
@@ -79,11 +81,18 @@ def read_rows(path):
 def read_embedding_shards(directory):
     """`(ids int64 [n], embeddings float32 [n, dim])` of the shards in `directory`,
     in shard order; checked against its manifest (count, dim, distinct ids)."""
+    if not isinstance(directory, (str, os.PathLike)):
+        raise TypeError(f"read_embedding_shards takes a directory, got {type(directory).__name__}.")
     manifest_path = os.path.join(directory, MANIFEST)
     if not os.path.isfile(manifest_path):
         raise FileNotFoundError(f"No embedding shards at {directory} ({MANIFEST} missing).")
-    with open(manifest_path, encoding="utf-8") as f:
-        manifest = json.load(f)
+    try:
+        with open(manifest_path, encoding="utf-8") as f:
+            manifest = json.load(f)
+        int(manifest["num_shards"]), int(manifest["count"]), int(manifest["dim"])
+    except (ValueError, KeyError, TypeError):
+        raise ValueError(f"{manifest_path}: truncated or not an encode_corpus manifest (needs "
+                         "num_shards, count and dim).") from None
     paths = sorted(glob.glob(os.path.join(directory, "embeddings-*-of-*.npz")))
     if len(paths) != manifest["num_shards"]:
         raise ValueError(f"{directory}: {len(paths)} shard files, the manifest lists "
@@ -98,15 +107,51 @@ def read_embedding_shards(directory):
 def _read_shards(paths):
     ids, embeddings = [], []
     for path in paths:
-        with np.load(path) as shard:
-            ids.append(shard["ids"])
-            embeddings.append(shard["embeddings"])
+        try:
+            with np.load(path) as shard:
+                ids.append(shard["ids"])
+                embeddings.append(shard["embeddings"])
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+            raise ValueError(f"{path}: truncated or corrupted embedding shard (an .npz with "
+                             "ids and embeddings).") from None
+        if embeddings[-1].ndim != 2 or len(embeddings[-1]) != len(ids[-1]):
+            raise ValueError(f"{path}: {len(ids[-1])} ids for embeddings of shape "
+                             f"{embeddings[-1].shape}.")
+        if embeddings and embeddings[-1].shape[1:] != embeddings[0].shape[1:]:
+            raise ValueError(f"{path}: dim-{embeddings[-1].shape[1]} embeddings, the first "
+                             f"shard's are dim {embeddings[0].shape[1]} (shards of two models?).")
     if not ids:
         return np.zeros(0, np.int64), np.zeros((0, 0), np.float32)
     return np.concatenate(ids).astype(np.int64), np.concatenate(embeddings).astype(np.float32)
 
 
 # === The pipeline ===
+
+def _check_embedding_export(export_dir):
+    """One line unless `export_dir` holds a strings-in embedding SavedModel
+    (`serving_default(text) -> embedding`), read from saved_model.pb alone."""
+    from google.protobuf.message import DecodeError
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    path = os.path.join(export_dir, "saved_model.pb")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"No exported SavedModel at {export_dir} (saved_model.pb "
+                                "missing); export one with --task=sentence_embedding.")
+    model = saved_model_pb2.SavedModel()
+    try:
+        with open(path, "rb") as f:
+            model.ParseFromString(f.read())
+    except DecodeError:
+        raise ValueError(f"{path}: truncated or not a SavedModel.") from None
+    signatures = model.meta_graphs[0].signature_def if model.meta_graphs else {}
+    serving = signatures.get("serving_default")
+    inputs = sorted(serving.inputs) if serving is not None else []
+    outputs = sorted(serving.outputs) if serving is not None else []
+    if inputs != ["text"] or "embedding" not in outputs:
+        raise ValueError(f"{export_dir} is not a strings-in embedding model: its serving_default "
+                         f"takes {inputs} and gives {outputs}, not text -> embedding; export one "
+                         "with --task=sentence_embedding.")
+
 
 def _require_beam():
     if beam is None:
@@ -177,16 +222,22 @@ def encode_corpus(input_file, export_dir, output_dir, runner="DirectRunner",
     every id came back once); returns the manifest dict. `between`: an
     optional PTransform applied to the batches before inference (tests use it
     to simulate a lossy runner)."""
-    _require_beam()
-    from tfbert.atomic import atomic_dir
+    from tfbert.atomic import atomic_dir, check_replaceable
 
-    if int(num_shards) < 1 or int(batch_size) < 1:
-        raise ValueError(f"num_shards and batch_size must be >= 1, got {num_shards} and "
-                         f"{batch_size}.")
-    if not os.path.isfile(os.path.join(export_dir, "saved_model.pb")):
-        raise FileNotFoundError(f"No exported SavedModel at {export_dir} (saved_model.pb "
-                                "missing); export one with --task=sentence_embedding.")
+    # Everything checked before Beam starts (and before Beam is needed): a bad argument,
+    # file or model is one line here, not a worker's traceback.
+    for name, value in (("input_file", input_file), ("export_dir", export_dir),
+                        ("output_dir", output_dir)):
+        if not isinstance(value, (str, os.PathLike)) or not str(value).strip():
+            raise TypeError(f"{name} must be a path, got {value!r:.40}.")
+    num_shards = check_int(num_shards, "num_shards", 1)
+    batch_size = check_int(batch_size, "batch_size", 1)
+    if not isinstance(runner, str) or not runner:
+        raise TypeError(f"runner must be a Beam runner name (e.g. 'DirectRunner'), got {runner!r:.40}.")
+    check_replaceable(output_dir)
+    _check_embedding_export(export_dir)
     ids, texts = read_rows(input_file)
+    _require_beam()
     num_batches = max(1, -(-len(ids) // int(batch_size)))
     runner_obj, options = pipeline_options(runner, beam_pipeline_options, dask_address)
     label = runner_label(runner, options)

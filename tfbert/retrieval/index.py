@@ -12,6 +12,9 @@ most queries per second at the same recall@10 on 119,985 real passages (0.998:
 
 `semantic_search(queries, index, top_k)` searches it like an embeddings
 array (the same call, the same `[{"corpus_id", "score"}]` results).
+`add(embeddings, ids)` indexes more vectors (ids new, the same dim). Embeddings
+with a NaN or infinite value are refused, naming the row, wherever they enter
+(`build`, `add`, `search`).
 
 The index file (`save`, written to a temporary file and renamed into place):
 a magic line, a JSON header (library, dim, count, model, metric, sizes,
@@ -39,6 +42,8 @@ import struct
 import numpy as np
 
 from tfbert.atomic import write_bytes
+from tfbert.config_loader import check_int
+from tfbert.retrieval.search import as_embeddings
 
 MAGIC = b"TFBERT-VECTOR-INDEX 1\n"
 LIBRARY = "faiss.IndexHNSWFlat"
@@ -53,13 +58,9 @@ def _faiss():
 
 
 def _unit(x, what, dim=None):
-    x = np.asarray(x, np.float32)
-    if x.ndim != 2 or len(x) == 0:
-        raise ValueError(f"{what} must be a non-empty [n, dim] array, got shape {x.shape}.")
+    x = as_embeddings(x, what)  # NaN / inf refused with its row: FAISS would index it
     if dim is not None and x.shape[1] != dim:
         raise ValueError(f"{what} have dim {x.shape[1]}, the index {dim}.")
-    if not np.all(np.isfinite(x)):
-        raise ValueError(f"{what} contain NaN or Inf.")
     return np.ascontiguousarray(x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12))
 
 
@@ -76,7 +77,7 @@ class VectorIndex:
         self.index = index
         self.ids = np.asarray(ids, np.int64)
         self.model = str(model)
-        self.ef_search = int(ef_search)
+        self.ef_search = check_int(ef_search, "ef_search", 1)
 
     @property
     def dim(self):
@@ -88,18 +89,31 @@ class VectorIndex:
     @classmethod
     def build(cls, embeddings, ids=None, model="", m=32, ef_construction=200, ef_search=128):
         """Indexes float `[n, dim]` embeddings (normalized here)."""
+        # FAISS aborts the whole process on m < 2 (an assertion in C++), so check first.
+        m = check_int(m, "m", 2)
+        ef_construction = check_int(ef_construction, "ef_construction", 1)
+        ef_search = check_int(ef_search, "ef_search", 1)
         faiss = _faiss()
         vectors = _unit(embeddings, "embeddings")
-        ids = np.arange(len(vectors)) if ids is None else np.asarray(ids)
-        if ids.shape != (len(vectors),) or not np.issubdtype(ids.dtype, np.integer):
-            raise ValueError(f"ids must be {len(vectors)} integers (one per embedding), got "
-                             f"shape {ids.shape} of {ids.dtype}.")
-        if len(np.unique(ids)) != len(ids):
-            raise ValueError("ids must be distinct.")
-        index = faiss.IndexHNSWFlat(vectors.shape[1], int(m), faiss.METRIC_INNER_PRODUCT)
-        index.hnsw.efConstruction = int(ef_construction)
+        ids = _check_ids(ids, len(vectors), np.arange(len(vectors)))
+        index = faiss.IndexHNSWFlat(vectors.shape[1], m, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = ef_construction
         index.add(vectors)
         return cls(index, ids, model, ef_search)
+
+    def add(self, embeddings, ids=None):
+        """Adds float `[n, dim]` embeddings (normalized here); `ids` default to
+        the next integers after the largest id held. Ids must be new."""
+        vectors = _unit(embeddings, "embeddings", self.dim)
+        start = int(self.ids.max()) + 1 if len(self.ids) else 0
+        ids = _check_ids(ids, len(vectors), np.arange(start, start + len(vectors)))
+        held = np.intersect1d(ids, self.ids)
+        if len(held):
+            raise ValueError(f"ids must be new: the index already holds id {int(held[0])} "
+                             f"({len(held)} repeated).")
+        self.index.add(vectors)
+        self.ids = np.concatenate([self.ids, ids])
+        return self
 
     @classmethod
     def from_shards(cls, directory, model="", **kwargs):
@@ -113,7 +127,8 @@ class VectorIndex:
     def search(self, query_embeddings, top_k=10, ef_search=None):
         """`[[{"corpus_id", "score"}]]` per query, best first (cosine)."""
         queries = _unit(query_embeddings, "query embeddings", self.dim)
-        top_k = int(top_k)
+        top_k = check_int(top_k, "top_k", 1)
+        ef_search = check_int(ef_search, "ef_search", 1, allow_none=True)
         if not 1 <= top_k <= len(self):
             raise ValueError(f"top_k={top_k} but the index holds {len(self)} vectors; ask for "
                              f"1 to {len(self)}.")
@@ -127,6 +142,10 @@ class VectorIndex:
 
     def save(self, path):
         """Writes the index file (see module doc), atomically; returns `path`."""
+        path = _check_path(path)
+        if os.path.isdir(path):
+            raise ValueError(f"{path} is a directory; save takes a file path (e.g. "
+                             f"{os.path.join(path, 'corpus.index')}).")
         payload = _faiss().serialize_index(self.index).tobytes()
         ids = self.ids.astype("<i8").tobytes()
         header = {"library": LIBRARY, "dim": self.dim, "count": len(self), "model": self.model,
@@ -141,7 +160,11 @@ class VectorIndex:
     def load(cls, path, dim=None, model=None):
         """Reads an index file; `dim` / `model`: what the caller's embeddings
         are, checked against the file's (one-line errors, see module doc)."""
-        path = os.fspath(path)
+        path = _check_path(path)
+        dim = check_int(dim, "dim", 1, allow_none=True)
+        if model is not None and not isinstance(model, str):
+            raise TypeError(f"model must be a string (the name given to build) or None, got "
+                            f"{type(model).__name__}.")
         if not os.path.isfile(path):
             raise FileNotFoundError(f"Index file not found: {path}")
         with open(path, "rb") as f:
@@ -180,3 +203,23 @@ class VectorIndex:
         if index.d != header["dim"] or index.ntotal != header["count"] or len(ids) != index.ntotal:
             raise ValueError(f"{path}: corrupted index file (header and payload disagree).")
         return cls(index, ids, header.get("model", ""), header.get("ef_search", 128))
+
+
+def _check_ids(ids, count, default):
+    """`ids` (default `default`) as int64 `[count]`, distinct, or one line saying why not."""
+    if ids is None:
+        return default
+    ids = np.asarray(ids)
+    if ids.shape != (count,) or not np.issubdtype(ids.dtype, np.integer):
+        raise ValueError(f"ids must be {count} integers (one per embedding), got "
+                         f"shape {ids.shape} of {ids.dtype}.")
+    if len(np.unique(ids)) != len(ids):
+        raise ValueError("ids must be distinct.")
+    return ids.astype(np.int64)
+
+
+def _check_path(path):
+    if not isinstance(path, (str, os.PathLike)) or not str(os.fspath(path)).strip():
+        raise TypeError(f"path must be a file path (str or os.PathLike), got {path!r:.40}.")
+    return os.fspath(path)
+

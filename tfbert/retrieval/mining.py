@@ -12,7 +12,9 @@ to the query with the exact chunked search. Guards against false negatives
 - `max_score`: only if `score <= max_score`;
 - `num_negatives`: at most this many per query (hardest first).
 
-A candidate whose text equals the positive or the query never counts.
+A candidate whose text equals the positive or the query never counts, and a
+passage the corpus holds more than once is one candidate (a row never repeats a
+negative). Embeddings with a NaN or infinite value are refused, naming the text.
 `write_rows` writes the result for the trainers, atomically:
 
     "triplet"    {"anchor", "positive", "negative"} one row per negative:
@@ -42,7 +44,8 @@ import json
 import numpy as np
 
 from tfbert.atomic import write_text
-from tfbert.retrieval.search import semantic_search
+from tfbert.config_loader import check_int, check_number
+from tfbert.retrieval.search import as_embeddings, semantic_search
 
 FORMATS = ("triplet", "listwise", "pointwise")
 
@@ -67,44 +70,71 @@ def mine_hard_negatives(pairs, corpus=None, encoder=None, num_negatives=3, range
     list of texts to `[n, dim]` embeddings). `corpus`: default the positives.
     Rows that end with no negative are dropped unless `keep_empty`.
     """
-    pairs = [tuple(p) for p in pairs]
+    if pairs is None or isinstance(pairs, (str, bytes)) or not hasattr(pairs, "__iter__"):
+        raise TypeError("mine_hard_negatives takes a list of (query, positive) pairs, got "
+                        f"{type(pairs).__name__}.")
+    pairs = [tuple(p) if isinstance(p, (list, tuple)) else (p,) for p in pairs]
     if not pairs:
         raise ValueError("mine_hard_negatives got no (query, positive) pairs.")
     for i, pair in enumerate(pairs):
         if len(pair) != 2 or not all(isinstance(t, str) and t.strip() for t in pair):
             raise ValueError(f"pair {i} must be two non-empty strings (query, positive), "
                              f"got {pair!r:.80}.")
-    if int(num_negatives) < 1:
-        raise ValueError(f"num_negatives must be >= 1, got {num_negatives}.")
-    if not 0 <= int(range_min) < int(range_max):
+    num_negatives = check_int(num_negatives, "num_negatives", 1)
+    range_min = check_int(range_min, "range_min", 0)
+    range_max = check_int(range_max, "range_max", 1)
+    if not range_min < range_max:
         raise ValueError(f"need 0 <= range_min < range_max, got {range_min} and {range_max}.")
-    if relative_margin is not None and not 0 <= relative_margin < 1:
-        raise ValueError(f"relative_margin must be in [0, 1), got {relative_margin}.")
+    absolute_margin = check_number(absolute_margin, "absolute_margin", allow_none=True)
+    relative_margin = check_number(relative_margin, "relative_margin", 0, 1, allow_none=True,
+                                   high_open=True)
+    max_score = check_number(max_score, "max_score", allow_none=True)
+    batch_size = check_int(batch_size, "batch_size", 1)
     if embed is None:
         if encoder is None:
             raise ValueError("mine_hard_negatives needs encoder= (a SentenceEncoder) or embed=.")
+        if isinstance(encoder, (str, bytes)) or not callable(getattr(encoder, "encode", None)):
+            raise TypeError("encoder must be a SentenceEncoder (it embeds with .encode), got "
+                            f"{type(encoder).__name__}.")
         embed = lambda texts: encoder.encode(texts, batch_size=batch_size)
+    elif not callable(embed):
+        raise TypeError(f"embed must be a function from texts to [n, dim] embeddings, got "
+                        f"{type(embed).__name__}.")
     queries = [q for q, _ in pairs]
     positives = [p for _, p in pairs]
-    corpus = list(dict.fromkeys(positives)) if corpus is None else list(corpus)
+    if corpus is None:
+        corpus = positives
+    elif isinstance(corpus, (str, bytes)) or not hasattr(corpus, "__iter__"):
+        raise TypeError(f"corpus must be a list of passages, got {type(corpus).__name__}.")
+    corpus = list(corpus)
     if not corpus or any(not isinstance(t, str) or not t.strip() for t in corpus):
         raise ValueError("The corpus must be a non-empty list of non-empty strings.")
-    corpus_emb = np.asarray(embed(corpus), np.float32)
-    query_emb = np.asarray(embed(queries), np.float32)
-    positive_emb = np.asarray(embed(positives), np.float32)
+    # One candidate per distinct passage: a passage held three times would otherwise
+    # fill a row's three negatives with the same sentence.
+    corpus = list(dict.fromkeys(corpus))
+
+    def embeddings(texts, what):
+        emb = as_embeddings(embed(texts), f"the embeddings of the {what}")
+        if len(emb) != len(texts):
+            raise ValueError(f"embed returned {len(emb)} embeddings for {len(texts)} {what}.")
+        return emb
+
+    corpus_emb = embeddings(corpus, "corpus passages")
+    query_emb = embeddings(queries, "queries")
+    positive_emb = embeddings(positives, "positives")
     if corpus_emb.shape[1:] != query_emb.shape[1:]:
         raise ValueError(f"Corpus embeddings have dim {corpus_emb.shape[1:]}, queries "
                          f"{query_emb.shape[1:]}.")
     unit = lambda x: x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
     positive_scores = (unit(query_emb) * unit(positive_emb)).sum(1)
     # Enough candidates for range_max after the positive and query copies are removed.
-    k = min(len(corpus), int(range_max) + 2)
+    k = min(len(corpus), range_max + 2)
     rows = []
     for i, hits in enumerate(semantic_search(query_emb, corpus_emb, top_k=k)):
         query, positive, pos_score = queries[i], positives[i], float(positive_scores[i])
         ranked = [h for h in hits if corpus[h["corpus_id"]] not in (positive, query)]
         negatives, scores = [], []
-        for hit in ranked[int(range_min):int(range_max)]:
+        for hit in ranked[range_min:range_max]:
             s = hit["score"]
             if absolute_margin is not None and not s < pos_score - absolute_margin:
                 continue
@@ -114,7 +144,7 @@ def mine_hard_negatives(pairs, corpus=None, encoder=None, num_negatives=3, range
                 continue
             negatives.append(corpus[hit["corpus_id"]])
             scores.append(s)
-            if len(negatives) == int(num_negatives):
+            if len(negatives) == num_negatives:
                 break
         if negatives or keep_empty:
             rows.append(MinedRow(query, positive, negatives, scores, pos_score))
@@ -125,6 +155,14 @@ def training_rows(mined, format="triplet"):
     """The mined rows as dicts for a trainer (see module doc for the formats)."""
     if format not in FORMATS:
         raise ValueError(f"format must be one of {list(FORMATS)}, got {format!r}.")
+    if mined is None or not hasattr(mined, "__iter__"):
+        raise TypeError(f"training_rows takes the rows mine_hard_negatives returns, got "
+                        f"{type(mined).__name__}.")
+    mined = list(mined)
+    for i, row in enumerate(mined):
+        if not isinstance(row, MinedRow):
+            raise TypeError(f"row {i} is a {type(row).__name__}, not a MinedRow (the rows "
+                            "mine_hard_negatives returns).")
     out = []
     for row in mined:
         if format == "listwise":

@@ -30,7 +30,8 @@ import dataclasses
 
 import numpy as np
 
-from tfbert.retrieval.search import _top_k
+from tfbert.config_loader import check_int
+from tfbert.retrieval.search import _top_k, as_embeddings
 
 PRECISIONS = ("int8", "binary")
 
@@ -61,31 +62,33 @@ def signs(packed, dim):
     return np.unpackbits(packed, axis=1)[:, :dim].astype(np.float32) * 2.0 - 1.0
 
 
-def _float_embeddings(x, what):
-    x = np.asarray(x, np.float32)
-    if x.ndim != 2 or len(x) == 0:
-        raise ValueError(f"{what} must be a non-empty [n, dim] array, got shape {x.shape}.")
-    return x
-
-
 def quantize_embeddings(embeddings, precision="int8", ranges=None, calibration_embeddings=None):
     """`QuantizedEmbeddings` of float `[n, dim]` embeddings (see module doc)."""
-    emb = _float_embeddings(embeddings, "embeddings")
+    # A NaN row would make every calibration range, and so every score, NaN: refused here.
+    emb = as_embeddings(embeddings, "embeddings")
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {list(PRECISIONS)}, got {precision!r}.")
     dim = emb.shape[1]
     if precision == "binary":
         return QuantizedEmbeddings(np.packbits(emb > 0, axis=1), "binary", dim)
     if ranges is None:
-        calib = emb if calibration_embeddings is None else _float_embeddings(
+        calib = emb if calibration_embeddings is None else as_embeddings(
             calibration_embeddings, "calibration_embeddings")
         if calib.shape[1] != dim:
             raise ValueError(f"calibration embeddings have dim {calib.shape[1]}, embeddings {dim}.")
         ranges = np.stack([calib.min(0), calib.max(0)])
-    ranges = np.asarray(ranges, np.float32)
+    try:
+        ranges = np.asarray(ranges, np.float32)
+    except (TypeError, ValueError):
+        raise TypeError(f"ranges must be a [2, {dim}] array of numbers (min and max per "
+                        "dimension).") from None
     if ranges.shape != (2, dim):
         raise ValueError(f"ranges must be [2, {dim}] (min and max per dimension), got "
                          f"{ranges.shape}.")
+    if not np.isfinite(ranges).all() or (ranges[0] > ranges[1]).any():
+        bad = int(np.flatnonzero(~np.isfinite(ranges).all(0) | (ranges[0] > ranges[1]))[0])
+        raise ValueError(f"ranges: dimension {bad} has min {ranges[0, bad]} and max "
+                         f"{ranges[1, bad]}; each must be finite with min <= max.")
     low, high = ranges
     steps = np.maximum(high - low, 1e-12) / 255.0
     q = np.clip(np.floor((emb - low) / steps), 0, 255) - 128
@@ -101,17 +104,21 @@ def quantized_search(query_embeddings, corpus, top_k=10, rescore_multiplier=4,
     if not isinstance(corpus, QuantizedEmbeddings):
         raise TypeError("quantized_search takes the corpus as quantize_embeddings(...) "
                         f"returns it, got {type(corpus).__name__}.")
-    queries = _float_embeddings(query_embeddings, "query_embeddings")
+    queries = as_embeddings(query_embeddings, "query_embeddings")
     if queries.shape[1] != corpus.dim:
         raise ValueError(f"Query dim {queries.shape[1]} != corpus dim {corpus.dim}.")
-    top_k = int(top_k)
+    top_k = check_int(top_k, "top_k", 1)
+    rescore_multiplier = check_int(rescore_multiplier, "rescore_multiplier", 0)
+    chunk_size = check_int(chunk_size, "chunk_size", 1)
     if not 1 <= top_k <= len(corpus):
         raise ValueError(f"top_k={top_k} but the corpus has {len(corpus)} entries; ask for "
                          f"1 to {len(corpus)}.")
-    if corpus_embeddings is not None and np.shape(corpus_embeddings) != (len(corpus), corpus.dim):
-        raise ValueError(f"corpus_embeddings has shape {np.shape(corpus_embeddings)}; the "
-                         f"quantized corpus is {len(corpus)} x {corpus.dim}.")
-    k = min(len(corpus), top_k * max(1, int(rescore_multiplier)))
+    if corpus_embeddings is not None:
+        corpus_embeddings = as_embeddings(corpus_embeddings, "corpus_embeddings")
+        if corpus_embeddings.shape != (len(corpus), corpus.dim):
+            raise ValueError(f"corpus_embeddings has shape {corpus_embeddings.shape}; the "
+                             f"quantized corpus is {len(corpus)} x {corpus.dim}.")
+    k = min(len(corpus), top_k * max(1, rescore_multiplier))
     q = quantize_embeddings(queries, corpus.precision, ranges=corpus.ranges).embeddings
     ids = np.zeros((len(q), 0), np.int64)
     best = np.zeros((len(q), 0), np.float32)
@@ -127,7 +134,7 @@ def quantized_search(query_embeddings, corpus, top_k=10, rescore_multiplier=4,
         keep = _top_k(both, k)
         ids, best = np.take_along_axis(ids, keep, 1), np.take_along_axis(both, keep, 1)
     if rescore_multiplier:
-        candidates = (np.asarray(corpus_embeddings, np.float32)[ids] if corpus_embeddings
+        candidates = (corpus_embeddings[ids] if corpus_embeddings
                       is not None else QuantizedEmbeddings(
                           corpus.embeddings[ids.reshape(-1)], corpus.precision, corpus.dim,
                           corpus.ranges).dequantize().reshape(*ids.shape, corpus.dim))

@@ -27,8 +27,9 @@ import time
 
 import numpy as np
 
+from tfbert.config_loader import check_int
 from tfbert.models.sentence_encoder import check_texts
-from tfbert.retrieval.search import semantic_search
+from tfbert.retrieval.search import as_embeddings, semantic_search
 
 
 @dataclasses.dataclass
@@ -48,15 +49,27 @@ def retrieve_and_rerank(queries, corpus, bi_encoder, cross_encoder, top_k=10, re
     (a `RerankResult`). `retrieve_k` is capped at the corpus size; `top_k`
     above it is an error. `index` (a `tfbert.retrieval.index.VectorIndex` of the corpus
     embeddings) replaces the exact search."""
+    # The models first: a bi-encoder and a cross-encoder passed the other way round
+    # would otherwise fail deep inside, after the corpus was encoded.
+    if isinstance(bi_encoder, (str, bytes)) or not callable(getattr(bi_encoder, "encode", None)):
+        raise TypeError("bi_encoder must be a SentenceEncoder (it embeds with .encode), got "
+                        f"{type(bi_encoder).__name__}.")
+    if not callable(getattr(cross_encoder, "predict", None)) or callable(
+            getattr(cross_encoder, "encode", None)):
+        raise TypeError("cross_encoder must be a CrossEncoder (it scores pairs with .predict), "
+                        f"got {type(cross_encoder).__name__}.")
+    if index is not None and not (hasattr(index, "search") and hasattr(index, "ids")):
+        raise TypeError(f"index must be a tfbert.retrieval.index.VectorIndex, got "
+                        f"{type(index).__name__}.")
     queries = check_texts(queries)
     corpus = check_texts(corpus)
     for what, texts in (("query", queries), ("passage", corpus)):
         empty = next((i for i, t in enumerate(texts) if not t.strip()), None)
         if empty is not None:
             raise ValueError(f"retrieve_and_rerank: {what} {empty} is empty.")
-    top_k, retrieve_k = int(top_k), int(retrieve_k)
-    if top_k < 1:
-        raise ValueError(f"top_k must be >= 1, got {top_k}.")
+    top_k = check_int(top_k, "top_k", 1)
+    retrieve_k = check_int(retrieve_k, "retrieve_k", 1)
+    batch_size = check_int(batch_size, "batch_size", 1)
     if top_k > len(corpus):
         raise ValueError(f"top_k={top_k} but the corpus has {len(corpus)} passages; ask for at "
                          f"most {len(corpus)}.")
@@ -65,9 +78,11 @@ def retrieve_and_rerank(queries, corpus, bi_encoder, cross_encoder, top_k=10, re
     start = time.perf_counter()
     if corpus_embeddings is None and index is None:
         corpus_embeddings = bi_encoder.encode(corpus, batch_size=batch_size)
-    elif corpus_embeddings is not None and len(corpus_embeddings) != len(corpus):
-        raise ValueError(f"corpus_embeddings has {len(corpus_embeddings)} rows for "
-                         f"{len(corpus)} passages.")
+    elif corpus_embeddings is not None:
+        corpus_embeddings = as_embeddings(corpus_embeddings, "corpus_embeddings")
+        if len(corpus_embeddings) != len(corpus):
+            raise ValueError(f"corpus_embeddings has {len(corpus_embeddings)} rows for "
+                             f"{len(corpus)} passages.")
     seconds["encode_corpus"] = time.perf_counter() - start
     start = time.perf_counter()
     query_embeddings = bi_encoder.encode(queries, batch_size=batch_size)

@@ -20,11 +20,42 @@ import heapq
 
 import numpy as np
 
+from tfbert.config_loader import check_int
+
+
+def as_embeddings(x, what):
+    """`x` as float32 `[n, dim]`, or one line naming `what` and the problem: None,
+    not numbers, rows of different sizes, not 2-D or empty, a NaN or infinite
+    value (its row named). Every place embeddings enter retrieval (search, the
+    index, quantization, mining) reads them through here: one NaN row would
+    otherwise turn every score or calibration range it touches into NaN."""
+    if x is None:
+        raise TypeError(f"{what} is None; pass a [n, dim] array of floats.")
+    if isinstance(x, (str, bytes)):
+        raise TypeError(f"{what} must be a [n, dim] array of floats, got a {type(x).__name__}.")
+    if isinstance(x, (list, tuple)) and x and all(hasattr(row, "__len__") for row in x):
+        sizes = [len(row) for row in x]
+        odd = next((i for i, size in enumerate(sizes) if size != sizes[0]), None)
+        if odd is not None:
+            raise ValueError(f"{what}: row {odd} has {sizes[odd]} values, row 0 has {sizes[0]}; "
+                             "every embedding must have the same dim.")
+    try:
+        x = np.asarray(x, np.float32)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be a [n, dim] array of numbers, got "
+                        f"{type(x).__name__} {str(x)[:40]!r}.") from None
+    if x.ndim != 2 or len(x) == 0 or x.shape[1] == 0:
+        raise ValueError(f"{what} must be a non-empty [n, dim] array, got shape {x.shape}.")
+    finite = np.isfinite(x).all(axis=1)
+    if not finite.all():
+        rows = np.flatnonzero(~finite)
+        raise ValueError(f"{what}: row {rows[0]} holds NaN or inf ({len(rows)} row(s) in all); "
+                         "embeddings must be finite.")
+    return x
+
 
 def _unit(x, what):
-    x = np.asarray(x, np.float32)
-    if x.ndim != 2 or len(x) == 0:
-        raise ValueError(f"{what} must be a non-empty [n, dim] array, got shape {x.shape}.")
+    x = as_embeddings(x, what)
     return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
 
@@ -42,9 +73,12 @@ def semantic_search(query_embeddings, corpus_embeddings, top_k=10, query_chunk_s
     a list (per query) of `{"corpus_id": int, "score": float}`, best first.
     `corpus_embeddings` may be a `tfbert.retrieval.index.VectorIndex` (approximate,
     for large corpora): it is searched instead, with the same results shape."""
+    top_k = check_int(top_k, "top_k", 1)
+    query_chunk_size = check_int(query_chunk_size, "query_chunk_size", 1)
+    corpus_chunk_size = check_int(corpus_chunk_size, "corpus_chunk_size", 1)
     if hasattr(corpus_embeddings, "search") and hasattr(corpus_embeddings, "ids"):
         return corpus_embeddings.search(query_embeddings,
-                                        top_k=min(int(top_k), len(corpus_embeddings)))
+                                        top_k=min(top_k, len(corpus_embeddings)))
     queries = _unit(query_embeddings, "query_embeddings")
     corpus = _unit(corpus_embeddings, "corpus_embeddings")
     if queries.shape[1] != corpus.shape[1]:
@@ -75,7 +109,12 @@ def paraphrase_mining(texts_or_embeddings, encoder=None, top_k=10, chunk_size=10
     keeps its `top_k` neighbours, so memory is `chunk_size x chunk_size`
     plus `n x top_k`. Texts need `encoder` (a `tfbert.SentenceEncoder`);
     `encode_args` go to its `encode` (e.g. `long_text="windows"`)."""
+    top_k = check_int(top_k, "top_k", 1)
+    chunk_size = check_int(chunk_size, "chunk_size", 1)
+    max_pairs = check_int(max_pairs, "max_pairs", 1)
     data = texts_or_embeddings
+    if data is None:
+        raise TypeError("paraphrase_mining takes a list of texts or [n, dim] embeddings, got None.")
     if len(data) and isinstance(data[0], str):
         if encoder is None:
             raise ValueError("paraphrase_mining got texts: pass encoder= (a SentenceEncoder), "

@@ -67,8 +67,9 @@ def selection_key(scores, main_metric):
     """What "best" means for one epoch's scores: the validation metric, then
     the lower validation loss; NaN (e.g. Pearson of constant predictions) is
     never best. None without validation scores (the last epoch is kept: the
-    dev file that is reported never chooses)."""
-    if VALIDATION + main_metric not in scores:
+    dev file that is reported never chooses; nor for a task with no metric,
+    feature extraction, which trains nothing)."""
+    if main_metric is None or VALIDATION + main_metric not in scores:
         return None
 
     def number(value, sign=1.0):

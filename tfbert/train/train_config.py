@@ -45,8 +45,9 @@ class TrainConfig:
     lora_rank: Optional[int] = at_least(1, None)
     lora_targets: list = dataclasses.field(
         default_factory=lambda: ["query", "value"],
-        metadata={"check": (lambda v: bool(v) and set(v) <= set(LORA_TARGETS),
-                            f"a non-empty list of {list(LORA_TARGETS)}")})
+        metadata={"check": (lambda v: bool(v) and set(v) <= set(LORA_TARGETS)
+                            and len(set(v)) == len(v),  # a name twice: two adapters, one layer
+                            f"a non-empty list of distinct names from {list(LORA_TARGETS)}")})
     eval_batch_size: int = at_least(1, 64)
     # None: chosen by model and data size (`tfbert.train.recipe`), printed
     # before training and stored in results.json.

@@ -27,6 +27,7 @@ from tfbert.retrieval.mining import mine_hard_negatives, training_rows, write_ro
 from tfbert.retrieval.quantization import quantize_embeddings, quantized_search
 from tfbert.retrieval.rerank import retrieve_and_rerank
 from tfbert.retrieval.search import semantic_search
+from tfbert.tasks.sentence_embedding import SentenceEmbeddingTask
 
 TFBERT_DIR = str(pathlib.Path(tfbert.__file__).parent)
 USER_ERRORS = (ValueError, TypeError, FileNotFoundError)
@@ -54,6 +55,9 @@ def w(tmp_path_factory):
              "bi_dir": bi.save_pretrained(str(tmp / "bi")),
              "q8": quantize_embeddings(emb, "int8")}
     world["ce_export"] = ce.export(str(tmp / "ce_export"))
+    task = SentenceEmbeddingTask({"seq_length": 16}).prepare(pre)
+    world["bi_export"] = str(tmp / "bi_export")
+    task.export(task.build_model(tiny_encoder()), world["bi_export"])
     rows = tmp / "rows.jsonl"
     rows.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(TEXTS)))
     world["rows"] = str(rows)
@@ -135,6 +139,12 @@ def embed_fn(values=None):
 def mine(pairs=(("open a file", "Open the file."),), **kwargs):
     kwargs.setdefault("embed", embed_fn())
     return mine_hard_negatives(list(pairs) if isinstance(pairs, tuple) else pairs, **kwargs)
+
+
+def rows_file(w, name, text):
+    path = w["tmp"] / name
+    path.write_text(text)
+    return str(path)
 
 
 def shards(w, name, edit):
@@ -444,6 +454,12 @@ CASES = [
         w["rows"], w["ce_export"], str(w["tmp"] / "o"), num_shards=0), r"num_shards must be >= 1"),
     ("encode_corpus: batch_size fractional", lambda w: encode_corpus(
         w["rows"], w["ce_export"], str(w["tmp"] / "o"), batch_size=0.5), r"got 0\.5"),
+    ("encode_corpus: an id twice", lambda w: encode_corpus(
+        rows_file(w, "dup.jsonl", '{"id": 1, "text": "a"}\n{"id": 1, "text": "b"}\n'),
+        w["bi_export"], str(w["tmp"] / "o")), r"dup\.jsonl, line 2: id 1 repeats line 1"),
+    ("encode_corpus: an empty text", lambda w: encode_corpus(
+        rows_file(w, "empty_text.jsonl", '{"id": 1, "text": " "}\n'), w["bi_export"],
+        str(w["tmp"] / "o")), r"empty_text\.jsonl, line 1: 'text' must be a non-empty string"),
     ("encode_corpus: no SavedModel", lambda w: encode_corpus(
         w["rows"], str(w["tmp"]), str(w["tmp"] / "o")), r"No exported SavedModel"),
     ("encode_corpus: another model's export", lambda w: encode_corpus(
@@ -499,11 +515,7 @@ def test_nothing_was_written_by_the_refused_exports(w):
 def test_a_real_embedding_export_passes_the_checks(w):
     """The checks refuse only what they should: a strings-in embedding export of
     the tiny model gets past them (to Beam, or to the missing-Beam line)."""
-    from tfbert.tasks.sentence_embedding import SentenceEmbeddingTask
-
-    task = SentenceEmbeddingTask({"seq_length": 16}).prepare(w["pre"])
-    export = str(w["tmp"] / "bi_export")
-    task.export(task.build_model(tiny_encoder()), export)
+    export = w["bi_export"]
     try:
         import apache_beam  # noqa: F401
     except ImportError:

@@ -81,6 +81,14 @@ def cross_encoder_config(w, name, **section):
     return CrossEncoder.from_pretrained(changed_copy(w, name, w["ce_dir"], edit))
 
 
+def sentence_config(w, name, **section):
+    def edit(d):
+        config = json.loads((d / "config.json").read_text())
+        config["sentence"].update(section)
+        (d / "config.json").write_text(json.dumps(config))
+    return SentenceEncoder.from_pretrained(changed_copy(w, name, w["bi_dir"], edit))
+
+
 def truncate(path):
     data = path.read_bytes()
     path.write_bytes(data[:len(data) // 2])
@@ -423,6 +431,21 @@ CASES = [
     ("semantic_search: chunk size 0", lambda w: semantic_search(w["emb"], w["emb"],
                                                                 corpus_chunk_size=0),
      r"corpus_chunk_size must be >= 1"),
+    # --- SentenceEncoder.from_pretrained: the bi-encoder's checkpoint, as the cross-encoder's ---
+    ("sentence from_pretrained: None", lambda w: SentenceEncoder.from_pretrained(None),
+     r"takes a checkpoint directory, got NoneType"),
+    ("sentence from_pretrained: seq_length a string", lambda w: SentenceEncoder.from_pretrained(
+        w["bi_dir"], seq_length="abc"), r"seq_length must be >= 2 \(an integer or None\)"),
+    ("sentence from_pretrained: seq_length 0", lambda w: SentenceEncoder.from_pretrained(
+        w["bi_dir"], seq_length=0), r"seq_length must be >= 2.*got 0"),
+    ("sentence from_pretrained: config max_seq_length a string", lambda w: sentence_config(
+        w, "se_abc", max_seq_length="abc"), r"config\.json: sentence\.max_seq_length is 'abc'"),
+    ("sentence from_pretrained: config normalize a string", lambda w: sentence_config(
+        w, "se_norm", normalize="yes"), r"config\.json: sentence\.normalize is 'yes'"),
+    ("sentence from_pretrained: config pooling unknown", lambda w: sentence_config(
+        w, "se_pool", pooling="max2"), r"config\.json: sentence\.pooling is 'max2'"),
+    ("sentence from_pretrained: config dense_units fractional", lambda w: sentence_config(
+        w, "se_dense", dense_units=2.5), r"config\.json: sentence\.dense_units is 2\.5"),
     # --- encode(..., long_text="windows", truncate_dim=...) ---
     ("encode: texts None", lambda w: w["bi"].encode(None), r"list of strings, got NoneType"),
     ("encode: truncate_dim 0", lambda w: w["bi"].encode(["a b"], truncate_dim=0),
@@ -498,7 +521,8 @@ def test_bad_input_gets_one_line_from_tfbert(w, name, action, pattern):
 
 def test_every_call_of_the_issue_is_swept():
     calls = {name.split(":")[0] for name, _, _ in CASES}
-    assert {"from_pretrained", "predict", "rank", "export", "rerank", "mine", "quantize",
+    assert {"from_pretrained", "sentence from_pretrained", "predict", "rank", "export", "rerank",
+            "mine", "quantize",
             "quantized_search", "index build", "index add", "index search", "index save",
             "index load", "semantic_search", "encode", "encode_corpus",
             "read_embedding_shards"} <= calls

@@ -34,6 +34,7 @@ from tfbert import checkpoint
 from tfbert.config_loader import check_int
 from tfbert.encoder import BertEncoder
 from tfbert.models.classifier import POOLING, BertClassifier
+from tfbert.models.sentence_encoder import section_seq_length
 from tfbert.text.packer import trim_to_bucket, trim_to_longest
 from tfbert.text.preprocessor import BertPreprocessor
 
@@ -152,7 +153,8 @@ class CrossEncoder:
         settings = ckpt.cross_encoder or {}
         config_path = os.path.join(path, checkpoint.CONFIG_FILE)
         if seq_length is None:
-            seq_length = _section_seq_length(settings, config_path) or DEFAULT_SEQ_LENGTH
+            seq_length = (section_seq_length(settings, config_path, "cross_encoder")
+                          or DEFAULT_SEQ_LENGTH)
         seq_length = min(seq_length, ckpt.config.max_position_embeddings)
         preprocessor = BertPreprocessor.from_pretrained(path, seq_length=seq_length)
         pooling = settings.get("pooling", "cls")
@@ -178,17 +180,6 @@ class CrossEncoder:
             raise TypeError(f"jit_compile must be True or False, got {jit_compile!r:.40}.")
         return export_cross_encoder(self.model, self.preprocessor, export_dir,
                                     jit_compile=jit_compile)
-
-
-def _section_seq_length(settings, config_path):
-    """The pair length the checkpoint's `cross_encoder` section gives (`seq_length`, or
-    `max_seq_length` as save_pretrained writes it), checked; None when it gives none."""
-    key = "seq_length" if "seq_length" in settings else "max_seq_length"
-    value = settings.get(key)
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 2):
-        raise ValueError(f"{config_path}: cross_encoder.{key} is {value!r:.40}; it must be an "
-                         "integer >= 2 (wordpieces per query + passage pair).")
-    return value
 
 
 def cross_encoder_outputs(logits):

@@ -1,6 +1,8 @@
 """`SentenceEncoder`: Sentence-BERT embeddings (encoder + pooling + dense + L2 norm)."""
 
 
+import os
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -63,8 +65,9 @@ class SentenceEncoder(keras.Model):
         if dense_activation not in DENSE_ACTIVATIONS:
             raise ValueError(f"dense_activation must be one of {list(DENSE_ACTIVATIONS)}, "
                              f"got {dense_activation!r}.")
-        if dense_units is not None and int(dense_units) < 1:
-            raise ValueError(f"dense_units must be a positive int or None, got {dense_units!r}.")
+        dense_units = check_int(dense_units, "dense_units", 1, allow_none=True)
+        if not isinstance(normalize, bool):
+            raise TypeError(f"normalize must be True or False, got {normalize!r:.40}.")
 
         # === Layers ===
         # The pooler (dense+tanh on [CLS]) gets no gradient from any pooling
@@ -203,12 +206,19 @@ class SentenceEncoder(keras.Model):
         converter from sentence-transformers metadata, or by `save_pretrained`);
         without one: mean pooling, normalized, `seq_length` 128. Keyword
         arguments override the checkpoint's settings."""
+        if not isinstance(checkpoint_dir, (str, os.PathLike)):
+            raise TypeError(f"from_pretrained takes a checkpoint directory, got "
+                            f"{type(checkpoint_dir).__name__}.")
+        seq_length = check_int(seq_length, "seq_length", 2, allow_none=True)
         ckpt = checkpoint.read_checkpoint(checkpoint_dir)
         sentence = dict(ckpt.sentence or {})
+        config_path = os.path.join(os.fspath(checkpoint_dir), checkpoint.CONFIG_FILE)
+        _check_sentence_section(sentence, config_path)
         encoder = BertEncoder(ckpt.config)
         encoder.set_named_weights(ckpt.encoder_weights(), source=ckpt.weights_path)
-        seq_length = seq_length or sentence.get("max_seq_length") or 128
-        seq_length = min(int(seq_length), ckpt.config.max_position_embeddings)
+        if seq_length is None:
+            seq_length = section_seq_length(sentence, config_path, "sentence") or 128
+        seq_length = min(seq_length, ckpt.config.max_position_embeddings)
         preprocessor = BertPreprocessor.from_pretrained(checkpoint_dir, seq_length=seq_length)
         settings = {k: sentence[k] for k in ("pooling", "dense_units", "dense_activation",
                                              "normalize") if k in sentence}
@@ -263,6 +273,36 @@ class SentenceEncoder(keras.Model):
         if config.get("preprocessor") is not None:
             config["preprocessor"] = keras.layers.deserialize(config["preprocessor"])
         return cls(**config)
+
+
+def section_seq_length(settings, config_path, section):
+    """The sequence length a checkpoint's `sentence` / `cross_encoder` section gives
+    (`seq_length`, or `max_seq_length` as save_pretrained writes it), checked and
+    named with its file; None when it gives none."""
+    key = "seq_length" if "seq_length" in settings else "max_seq_length"
+    value = settings.get(key)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 2):
+        raise ValueError(f"{config_path}: {section}.{key} is {value!r:.40}; it must be an "
+                         "integer >= 2 (wordpieces per input).")
+    return value
+
+
+def _check_sentence_section(sentence, config_path):
+    """The `sentence` section's settings, each named with its file when wrong."""
+    wrong = None
+    if sentence.get("pooling", "mean") not in POOLING:
+        wrong = ("pooling", f"one of {list(POOLING)}")
+    elif sentence.get("dense_activation", "tanh") not in DENSE_ACTIVATIONS:
+        wrong = ("dense_activation", f"one of {list(DENSE_ACTIVATIONS)}")
+    elif not isinstance(sentence.get("normalize", True), bool):
+        wrong = ("normalize", "true or false")
+    elif sentence.get("dense_units") is not None and (
+            isinstance(sentence["dense_units"], bool) or not isinstance(sentence["dense_units"], int)
+            or sentence["dense_units"] < 1):
+        wrong = ("dense_units", "an integer >= 1 or null")
+    if wrong:
+        raise ValueError(f"{config_path}: sentence.{wrong[0]} is {sentence[wrong[0]]!r:.40}; it "
+                         f"must be {wrong[1]}.")
 
 
 def truncate_embeddings(embeddings, truncate_dim, model):

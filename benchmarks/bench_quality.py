@@ -103,7 +103,7 @@ def task_for(name, data_dir):
                                        dev_file=os.path.join(data_dir, "long_docs", "dev.tsv"),
                                        text_column="text", **LONG_DOCS[name]))
     if name == "multilabel":
-        return ClassificationTask(dict(
+        return ClassificationTask.from_config(dict(
             train_file=os.path.join(data_dir, "multilabel", "train.jsonl"),
             dev_file=os.path.join(data_dir, "multilabel", "dev.jsonl"), text_column="text",
             label_column="labels", multi_label=True, seq_length=64))

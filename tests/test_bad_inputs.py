@@ -213,8 +213,8 @@ CASES = [
 def multi_label_task(w, **config):
     from tfbert.tasks.classification import ClassificationTask
 
-    return ClassificationTask({"text_column": "t", "label_column": "l", "multi_label": True,
-                               **config})
+    return ClassificationTask.from_config({"text_column": "t", "label_column": "l",
+                                           "multi_label": True, **config})
 
 
 def lora_on_tiny(w, rank):

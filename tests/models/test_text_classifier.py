@@ -325,3 +325,36 @@ def test_get_config_round_trip():
     again = TextClassifier.from_config(model.get_config())
     assert again.get_config() == model.get_config()
     assert again.preprocessor.seq_length == 16 and again.label_list == ["a", "b", "c"]
+
+
+@pytest.mark.slow
+def test_fit_and_the_runner_train_the_same_model(tmp_path):
+    """One training path: `tfbert.tasks.runner.finetune` (what tools/finetune.py runs) and a
+    user's `compile(); fit(...)` with the same seed and settings give the same dev score."""
+    from tfbert.tasks.classification import ClassificationTask
+    from tfbert.tasks.runner import finetune
+    from tfbert.train.train_config import TrainConfig
+
+    task = ClassificationTask({"train_file": f"{DATA}/sentiment_train.tsv",
+                               "dev_file": f"{DATA}/sentiment_dev.tsv", "seq_length": 32,
+                               "label_list": LABELS})
+    train = TrainConfig(epochs=3, batch_size=16, seed=7, jit_compile=False, verbose=0,
+                        tensorboard=False)
+    result = finetune(task, train, str(tmp_path / "run"),
+                      encoder_config=BertConfig.from_preset("tiny", vocab_size=1931),
+                      vocab_file=VOCAB)
+    assert result.best_epoch == 3  # 160 texts: too few to hold out; the last epoch is kept
+
+    keras.utils.set_random_seed(7)
+    model = tiny(label_list=LABELS)
+    model.compile()
+    texts, labels = sentiment("train")
+    model.fit(texts, labels, batch_size=16, epochs=3, seed=7, verbose=0)
+    dev_texts, dev_labels = sentiment("dev")
+    predicted = np.array(LABELS)[model.predict(dev_texts, verbose=0).argmax(-1)]
+    accuracy = float(np.mean(predicted == np.array(dev_labels)))
+    assert accuracy == pytest.approx(result.dev_scores[-1]["accuracy"], abs=1e-9)
+    # Not only the score: the same class, the same trained weights, the same logits.
+    assert type(result.model) is TextClassifier
+    np.testing.assert_allclose(model.predict(dev_texts, verbose=0),
+                               result.model.predict(dev_texts, verbose=0), atol=1e-4)

@@ -140,3 +140,14 @@ def test_bad_input_errors(tmp_path, data_dir, make_preprocessor):
     with pytest.raises(ValueError, match=r"empty\.tsv: the file is empty"):
         ClassificationTask(ClassificationConfig(train_file=write(tmp_path, "empty.tsv", ""))
                            ).prepare(make_preprocessor())
+
+
+def test_multi_label_is_chosen_by_from_config_not_by_new():
+    from tfbert.tasks.classification import MultiLabelClassificationTask
+
+    config = {"text_column": "t", "label_column": "l", "multi_label": True}
+    assert type(ClassificationTask.from_config(config)) is MultiLabelClassificationTask
+    assert type(ClassificationTask.from_config({"text_column": "t"})) is ClassificationTask
+    with pytest.raises(ValueError, match=r"ClassificationTask with multi_label: true: build it "
+                                         r"with ClassificationTask.from_config"):
+        ClassificationTask(config)

@@ -23,7 +23,7 @@ def config(**overrides):
 
 
 def test_reads_lists_separators_and_empty_label_sets(tmp_path, make_preprocessor):
-    task = ClassificationTask(config()).prepare(make_preprocessor(32))
+    task = ClassificationTask.from_config(config()).prepare(make_preprocessor(32))
     assert task.label_list == ["food", "sport", "weather"]
     examples, targets = task.read(os.path.join(DATA, "topics_dev.tsv"))  # "a,b" in a TSV
     assert targets.shape == (60, 3) and (targets.sum(1) == 0).any() and (targets.sum(1) == 3).any()
@@ -32,7 +32,7 @@ def test_reads_lists_separators_and_empty_label_sets(tmp_path, make_preprocessor
     assert y.numpy().tolist()[:3] == [[0, 1, 1], [1, 0, 0], [0, 0, 0]]
     path = tmp_path / "pipes.csv"
     path.write_text('text,tags\n"rain, then a goal",weather|sport\nnothing,\n', encoding="utf-8")
-    task = ClassificationTask(config(train_file=str(path), text_column="text",
+    task = ClassificationTask.from_config(config(train_file=str(path), text_column="text",
                                      label_column="tags", label_separator="|"))
     task.prepare(make_preprocessor(32))
     assert task.label_list == ["sport", "weather"]
@@ -42,7 +42,7 @@ def test_reads_lists_separators_and_empty_label_sets(tmp_path, make_preprocessor
 def test_each_logit_starts_at_its_labels_log_odds(make_preprocessor):
     from tfbert.encoder import BertEncoder
 
-    task = ClassificationTask(config()).prepare(make_preprocessor(32))
+    task = ClassificationTask.from_config(config()).prepare(make_preprocessor(32))
     model = task.build_model(BertEncoder(BertConfig.from_preset("tiny", vocab_size=1931)))
     targets = task.read(task.config.train_file)[1]
     prior = (targets.sum(0) + 1) / (len(targets) + 2)
@@ -60,7 +60,7 @@ def trained(tmp_path_factory):
                         validation_file=os.path.join(DATA, "topics_dev.tsv"),
                         jit_compile=False, tensorboard=False, verbose=0)
     encoder = BertConfig.from_preset("tiny", vocab_size=1931)
-    result = finetune(ClassificationTask(config()), train, str(tmp / "run"),
+    result = finetune(ClassificationTask.from_config(config()), train, str(tmp / "run"),
                       encoder_config=encoder, vocab_file="tests/data/pretraining/vocab.txt",
                       export_dir=str(tmp / "export"))
     return result, tmp
@@ -126,14 +126,14 @@ print(json.dumps([[s.decode() for s in row] for row in r["labels"].numpy()]))
 
 
 def test_fixed_threshold_and_bad_thresholds(make_preprocessor):
-    task = ClassificationTask(config(threshold=0.3))
+    task = ClassificationTask.from_config(config(threshold=0.3))
     assert task.config.threshold == 0.3
     for bad in (0.0, 1.0, 1.5):
         with pytest.raises(ValueError, match=r"threshold: must be in \(0, 1\), got"):
-            ClassificationTask(config(threshold=bad))
+            ClassificationTask.from_config(config(threshold=bad))
     with pytest.raises(ValueError, match=r"label_list: \['a'\] appear\(s\) more than once"):
-        ClassificationTask(config(label_list=["a", "b", "a"]))
-    task = ClassificationTask(config(label_list=["food", "sport"])).prepare(make_preprocessor(32))
+        ClassificationTask.from_config(config(label_list=["a", "b", "a"]))
+    task = ClassificationTask.from_config(config(label_list=["food", "sport"])).prepare(make_preprocessor(32))
     with pytest.raises(ValueError, match=r"topics_dev.tsv, line 2: label 'weather' is not in the "
                                          r"label list \['food', 'sport'\]"):
         task.read(os.path.join(DATA, "topics_dev.tsv"))
@@ -166,7 +166,7 @@ def test_long_texts_read_in_windows(trained, tmp_path, make_preprocessor):
     from tfbert.export.task_model import load_task_model
 
     result, _ = trained
-    windows = ClassificationTask(config(seq_length=8, long_text="windows",
+    windows = ClassificationTask.from_config(config(seq_length=8, long_text="windows",
                                         label_list=result.task.label_list))
     windows.prepare(result.task.preprocessor)
     texts = [" ".join(["Heavy rain fell before the match and the soup went cold ."] * 6),

@@ -51,10 +51,8 @@ from tfbert.models.text_data import (check_weights, dataset_columns, holds_ids, 
 from tfbert.text.packer import trim_to_bucket
 from tfbert.text.preprocessor import BertPreprocessor
 from tfbert.train import recipe
-from tfbert.train.optimizer import create_optimizer
-
-WARMUP_RATIO = 0.1  # TrainConfig's default: warmup over 10% of the updates
-
+from tfbert.train.optimizer import optimizer_for
+from tfbert.train.train_config import TrainConfig
 
 def classification_outputs(logits, label_list):
     """`logits`, `probabilities` (softmax), `label_id` and `label` (graph ops;
@@ -330,10 +328,11 @@ class TextClassifier(BertClassifier):
             self.optimizer.build(self.trainable_variables)
 
     def _compile_recipe(self, updates):
-        """The recipe's AdamW for `updates` optimizer steps, under the model's strategy."""
+        """The recipe's AdamW (`TrainConfig`'s defaults, the learning rate by model
+        size) for `updates` optimizer steps, under the model's strategy."""
+        train = TrainConfig(learning_rate=auto_learning_rate(self))
         with self.distribute_strategy.scope():
-            optimizer = create_optimizer(auto_learning_rate(self), num_train_steps=updates,
-                                         num_warmup_steps=int(WARMUP_RATIO * updates))
+            optimizer = optimizer_for(train, updates)
         # Keras keeps the compile() arguments; only the optimizer changes.
         super().compile(**{**self._compile_config.config, "optimizer": optimizer})
         self._auto_optimizer = False

@@ -121,7 +121,7 @@ def task_mode(cfg, task_name, overrides=(), source="config", overwrite=False):
     if not cfg.model_dir:
         raise ValueError("Set --model_dir.")
     task_config = task_config_of(task_name, cfg.task, overrides, source)
-    task = DistillationTask(get_task(task_name)(task_config), cfg.teacher, cfg.distill,
+    task = DistillationTask(get_task(task_name).from_config(task_config), cfg.teacher, cfg.distill,
                             augment_copies=cfg.augment_copies,
                             augment_checkpoint=cfg.augment_checkpoint or cfg.init_checkpoint,
                             seed=cfg.train.seed, transfer_file=cfg.transfer_file or None)

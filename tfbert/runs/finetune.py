@@ -151,7 +151,7 @@ def run_experiment(task_name, cfg, overrides=(), source="config", overwrite=Fals
             run_dir = os.path.join(cfg.model_dir, "grid",
                                    f"lr{train.learning_rate}_bs{train.batch_size}_ep{train.epochs}")
         result = finetune(
-            task_class(task_config), train, run_dir, init_checkpoint=cfg.init_checkpoint or None,
+            task_class.from_config(task_config), train, run_dir, init_checkpoint=cfg.init_checkpoint or None,
             encoder_config=random_init, vocab_file=cfg.vocab_file or None,
             lower_case=cfg.lower_case, strategy=strategy)
         chosen = result.dev_scores[result.best_epoch - 1]

@@ -71,6 +71,12 @@ class Task:
     # under a multi-replica strategy (the trainer sets this), where replicas need equal shares.
     drop_remainder = False
 
+    @classmethod
+    def from_config(cls, config=None):
+        """The task for `config` (a dict or `config_class`): this class, unless
+        the config names a variant of it (`ClassificationTask`: multi-label)."""
+        return cls(config)
+
     def __init__(self, config=None):
         if self.config_class is not None:
             if config is None:

@@ -31,14 +31,14 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert.data import readers, validation_split
-from tfbert.data.batching import epoch_batches, training_batches
+from tfbert.data.batching import epoch_batches
 from tfbert.config_loader import at_least, in_range, one_of, validate
 from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
 from tfbert.metrics import glue
 from tfbert.models.text_classifier import (TextClassifier, classification_outputs, head_loss,
                                            head_metrics, regression_outputs)
-from tfbert.tasks.base import Task
+from tfbert.tasks.text_task import TextTask
 from tfbert.tasks.multi_label import MultiLabelClassification
 from tfbert.text.packer import trim_to_bucket, trim_to_longest
 from tfbert.text.windows import (WINDOW_MODES, count_windows, pack_windows, pool_windows,
@@ -98,22 +98,28 @@ class ClassificationConfig:
             raise ValueError("ClassificationConfig.label_separator: must not be empty.")
 
 
-class ClassificationTask(Task):
+class ClassificationTask(TextTask):
     """Classification (or regression with `config.regression=True`) on [CLS]."""
 
     name = "classification"
     config_class = ClassificationConfig
 
-    def __new__(cls, config=None, *args, **kwargs):
-        # `multi_label: true` makes the multi-label task (tfbert/tasks/multi_label.py).
+    @classmethod
+    def from_config(cls, config=None):
+        """The task `config` asks for: `multi_label: true` is the multi-label task
+        (tfbert/tasks/multi_label.py), chosen here, by name, not by `__new__`."""
         multi = (config.get("multi_label") if isinstance(config, dict)
                  else getattr(config, "multi_label", False))
         if cls is ClassificationTask and multi is True:
-            return super().__new__(MultiLabelClassificationTask)
-        return super().__new__(cls)
+            return MultiLabelClassificationTask(config)
+        return cls(config)
 
     def __init__(self, config=None, regression=None):
         super().__init__(config)
+        if self.config.multi_label and not isinstance(self, MultiLabelClassification):
+            raise ValueError(f"{type(self).__name__} with multi_label: true: build it with "
+                             f"{type(self).__name__}.from_config(config) (or "
+                             "MultiLabelClassificationTask), as tools/finetune.py does.")
         if regression is not None:
             self.config = dataclasses.replace(self.config, regression=bool(regression))
         config = self.config
@@ -156,12 +162,6 @@ class ClassificationTask(Task):
         if not self.regression and len(self.label_list) < 2:
             raise ValueError(f"Classification needs at least 2 labels, got {self.label_list}.")
         return self
-
-    def encode(self, texts):
-        """The three int32 tensors from a dict of string tensors `text` (+ `text_b`),
-        cut to the batch's bucket width when `config.bucketing` is on."""
-        inputs = self.preprocessor([texts[n] for n in self.text_inputs])
-        return trim_to_bucket(inputs) if self.config.bucketing else inputs
 
     def _texts(self, examples):
         texts = {"text": examples.text}
@@ -248,21 +248,6 @@ class ClassificationTask(Task):
         fn = self._text_logits[key]
         out = [fn(batch).numpy() for batch in texts_dataset]
         return np.concatenate(out) if out else np.zeros((0, self.num_outputs), np.float32)
-
-    def batch(self, ds, batch_size, num_examples, training=False, seed=0):
-        """Batches of `(texts, targets)` examples. Training: each epoch one
-        shuffled pass (`epoch_batches`) and, with `config.bucketing`, batches
-        of similar length (sorted windows of at most 50 batches), so `encode`
-        cuts most of them to a narrow bucket."""
-        if not training:
-            return ds.batch(batch_size)
-
-        def num_tokens(texts, targets):  # byte lengths group far worse (README)
-            tokenize = self.preprocessor.tokenizer.tokenize_flat
-            return tf.add_n([tokenize(texts[n]).row_lengths() for n in self.text_inputs])
-
-        return training_batches(ds, num_examples, batch_size, seed, num_tokens,
-                                self.drop_remainder, self.config.bucketing)
 
     def num_examples(self, path):
         """Training examples in `path`: texts, or with windows, their windows."""
@@ -424,7 +409,7 @@ class ClassificationTask(Task):
 
 class MultiLabelClassificationTask(MultiLabelClassification, ClassificationTask):
     """`ClassificationTask` with `multi_label: true` (`tfbert.tasks.multi_label`):
-    `ClassificationTask(config)` builds it when the config says so."""
+    `ClassificationTask.from_config(config)` builds it when the config says so."""
 
 
 class RegressionTask(ClassificationTask):

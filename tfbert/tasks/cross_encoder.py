@@ -1,10 +1,10 @@
 """Cross-encoder (reranker): score (query, passage) read together; train, score, export.
 
-The model is the pair classifier of `tfbert.tasks.classification` with one
-output (`BertClassifier(num_classes=1)` on [CLS] of `[CLS] query [SEP]
-passage [SEP]`, as transformers' `BertForSequenceClassification` with
-`num_labels=1`; `pooling: mean` puts the head on the mean of the token states);
-this task is `ClassificationTask` with the inputs named
+The model is a pair classifier with one output (`BertClassifier(num_classes=1)`
+on [CLS] of `[CLS] query [SEP] passage [SEP]`, as transformers'
+`BertForSequenceClassification` with `num_labels=1`; `pooling: mean` puts the
+head on the mean of the token states). The task is a `TextTask` (the text
+plumbing it shares with classification) with the inputs named
 `query`/`passage`, a reranking loss and a reranking dev metric.
 
 Training rows (JSONL, `tfbert.data.rerank_rows`):
@@ -51,8 +51,7 @@ from tfbert.metrics import retrieval
 from tfbert.models.classifier import POOLING, BertClassifier
 from tfbert.models.cross_encoder import (cross_encoder_outputs, export_cross_encoder,
                                          save_cross_encoder)
-from tfbert.tasks.classification import ClassificationTask
-from tfbert.tasks.base import Task
+from tfbert.tasks.text_task import TextTask
 
 CHECKPOINT_DIR = "cross_encoder"  # under model_dir: what from_pretrained(model_dir) loads
 
@@ -79,7 +78,7 @@ class CrossEncoderConfig:
         validate(self)
 
 
-class CrossEncoderTask(ClassificationTask):
+class CrossEncoderTask(TextTask):
     """A one-output pair classifier trained to rank (see module doc)."""
 
     name = "cross_encoder"
@@ -87,11 +86,7 @@ class CrossEncoderTask(ClassificationTask):
     text_inputs = ("query", "passage")
 
     def __init__(self, config=None):
-        Task.__init__(self, config)
-        self.regression = True  # one float output: `num_outputs` 1
-        self.pairs = True
-        self.windowed = False  # a pair is read as one window (query, passage truncated)
-        self.label_list = None
+        super().__init__(config)
         self.main_metric = self.config.main_metric
         self.kind = None  # pointwise | listwise, from the training file
         self.group_size = None

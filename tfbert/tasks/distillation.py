@@ -101,7 +101,7 @@ def student_fields(config):
 
 def student_task(config):
     """The classification or regression task of a `DistillationTaskConfig`."""
-    return (RegressionTask if config.regression else ClassificationTask)(
+    return (RegressionTask if config.regression else ClassificationTask).from_config(
         ClassificationConfig(**student_fields(config)))
 
 

@@ -1,7 +1,7 @@
 """Multi-label classification: any number of labels per text.
 
 `--task=classification --set task.multi_label=true` (or
-`ClassificationTask({"multi_label": True, ...})`) builds this task. The
+`ClassificationTask.from_config({"multi_label": True, ...})`) builds this task. The
 label column holds a JSON list (JSONL) or labels joined by
 `task.label_separator` (TSV/CSV, default ","); an empty value is an example
 with no label. The label list is `task.label_list` or every label of the
@@ -38,9 +38,9 @@ The behaviour is a mixin, `MultiLabelClassification`, that
 
 Example:
 >>> from tfbert.tasks.classification import ClassificationTask
->>> task = ClassificationTask({"train_file": "tests/data/finetune/topics_train.jsonl",
-...                            "text_column": "text", "label_column": "labels",
-...                            "multi_label": True, "seq_length": 32})
+>>> task = ClassificationTask.from_config({
+...     "train_file": "tests/data/finetune/topics_train.jsonl", "text_column": "text",
+...     "label_column": "labels", "multi_label": True, "seq_length": 32})
 >>> type(task).__name__, task.main_metric
 ('MultiLabelClassificationTask', 'micro_f1')
 >>> from tfbert.text.preprocessor import BertPreprocessor

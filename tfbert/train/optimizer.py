@@ -282,3 +282,16 @@ def create_optimizer(
     # measured figures stay as they were until re-measured (docs/quality.md).
     optimizer.dense_gradients = bool(dense_gradients)
     return optimizer
+
+
+def optimizer_for(train, num_train_steps):
+    """The recipe's optimizer for a `TrainConfig` (its learning rate set) over
+    `num_train_steps` updates: warmup over `train.warmup_ratio` of them, then
+    linear decay. One place for the fine-tuning trainer and `TextClassifier.fit`."""
+    return create_optimizer(
+        train.learning_rate, num_train_steps=num_train_steps,
+        num_warmup_steps=int(train.warmup_ratio * num_train_steps),
+        optimizer_type=train.optimizer_type, weight_decay=train.weight_decay,
+        clipnorm=train.clipnorm, epsilon=train.adam_epsilon,
+        gradient_accumulation_steps=train.gradient_accumulation_steps,
+        dense_gradients=train.dense_gradients)

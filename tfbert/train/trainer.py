@@ -22,7 +22,7 @@ import tensorflow as tf
 from tfbert.data.batching import steps_per_epoch
 from tfbert.train.evaluation import VALIDATION, fit_keeping_best
 from tfbert.train.multi_worker import with_auto_shard
-from tfbert.train.optimizer import create_optimizer
+from tfbert.train.optimizer import optimizer_for
 
 
 def fit_task(task, encoder, train, model_dir, strategy, dev, validation=None):
@@ -52,12 +52,7 @@ def fit_task(task, encoder, train, model_dir, strategy, dev, validation=None):
             from tfbert.train.lora import enable_lora
 
             enable_lora(model, train.lora_rank, train.lora_targets)
-        optimizer = create_optimizer(
-            train.learning_rate, num_train_steps=total,
-            num_warmup_steps=int(train.warmup_ratio * total),
-            optimizer_type=train.optimizer_type, weight_decay=train.weight_decay,
-            clipnorm=train.clipnorm, epsilon=train.adam_epsilon,
-            gradient_accumulation_steps=accumulate, dense_gradients=train.dense_gradients)
+        optimizer = optimizer_for(train, total)
         trainable = task.build_trainable(model, optimizer, train)
     evaluate = lambda: task.evaluate(model, dev)
     if validation:

@@ -25,12 +25,19 @@
         --output_dir=saved_models/int8 --quantization=full_integer \
         --representative_file=train.tsv [--representative_column=sentence]
     python tools/export.py --check=saved_models/preprocessor
+    # OpenVINO IR of a strings-in task SavedModel (needs the openvino extra):
+    # strings in, the SavedModel's outputs out, in a versioned directory
+    python tools/export.py --format=openvino --saved_model_dir=saved_models/sentiment/1 \
+        --output_dir=saved_models/sentiment_ov/1 [--precision=bf16|int8 \
+        --representative_file=train.tsv]
 
 `--check` prints the op types and signatures of a SavedModel and exits 1
 when it breaks the op rule (only core TF ops plus FastBertNormalize and
 FastWordpieceTokenizeWithOffsets). Settings may also come from `--config`
 YAML (ExportConfig fields) and `--set key=value`. The work is
-`tfbert.export.checkpoint_export` (`export`, `check`).
+`tfbert.export.checkpoint_export` (`export`, `check`); `--format=openvino`
+reads a SavedModel, not a checkpoint (`tfbert.export.openvino`), and takes
+its settings from the flags only.
 """
 
 import os
@@ -47,7 +54,7 @@ flags.DEFINE_string("config", None, "YAML file with ExportConfig fields.")
 flags.DEFINE_multi_string("set", [], "Overrides, key=value (YAML values).")
 flags.DEFINE_string("checkpoint_dir", None, "tfbert checkpoint directory.")
 flags.DEFINE_enum("kind", None, KINDS, "What to export (default preprocessor).")
-flags.DEFINE_enum("format", None, FORMATS, "Export format (default saved_model).")
+flags.DEFINE_enum("format", None, FORMATS + ("openvino",), "Export format (default saved_model).")
 flags.DEFINE_string("output_dir", None, "Where to write the export.")
 flags.DEFINE_integer("seq_length", None, "Packed sequence length (default 128).")
 flags.DEFINE_boolean("text_input", None, "TFLite: take strings (tokenizer inside the model).")
@@ -61,6 +68,11 @@ flags.DEFINE_enum("tflite_padding", None, tflite.PADDINGS,
 flags.DEFINE_string("representative_file", None,
                     "full_integer: training texts to calibrate with (.txt, TSV, CSV, JSONL).")
 flags.DEFINE_string("representative_column", None, "Text column of --representative_file.")
+flags.DEFINE_string("saved_model_dir", None,
+                    "--format=openvino: the strings-in task SavedModel to convert.")
+flags.DEFINE_enum("precision", "fp32", ("fp32", "bf16", "int8"),
+                  "--format=openvino: fp32, bf16 (inference hint) or int8 (NNCF, calibrated "
+                  "on --representative_file).")
 flags.DEFINE_string("check", None, "A SavedModel directory to check against the op rule.")
 FLAGS = flags.FLAGS
 
@@ -69,12 +81,32 @@ def config_from_flags():
     return config_loader.load_flags(ExportConfig, FLAGS)[0]
 
 
+def export_openvino_from_flags():
+    if not FLAGS.saved_model_dir or not FLAGS.output_dir:
+        raise ValueError("--format=openvino needs --saved_model_dir and --output_dir "
+                         "(a version directory, e.g. saved_models/sentiment_ov/1).")
+    from tfbert.export.openvino import export_openvino
+
+    texts = None
+    if FLAGS.representative_file:
+        texts = tflite.read_representative_texts(FLAGS.representative_file,
+                                                 FLAGS.representative_column or "sentence")
+    path = export_openvino(FLAGS.saved_model_dir, FLAGS.output_dir, precision=FLAGS.precision,
+                           calibration_texts=texts)
+    size = sum(os.path.getsize(os.path.join(path, f)) for f in ("model.xml", "model.bin"))
+    print(f"Exported {FLAGS.saved_model_dir} as OpenVINO IR ({FLAGS.precision}) to {path} "
+          f"({size / 1e6:.1f} MB)")
+
+
 def main(argv):
     del argv
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if FLAGS.check:
         sys.exit(check(FLAGS.check))
     try:
+        if FLAGS.format == "openvino":
+            export_openvino_from_flags()
+            return
         export(config_from_flags())
     except (ValueError, FileNotFoundError, NotImplementedError) as e:
         print(f"export: error: {e}", file=sys.stderr)

@@ -1,4 +1,5 @@
-"""Runs an exported SavedModel on raw strings, as TF Serving would answer.
+"""Runs an exported SavedModel (or its OpenVINO IR) on raw strings, as TF
+Serving would answer.
 
     python tools/predict.py --saved_model_dir=saved_models/sentiment/1 \
         --text="A wonderful film." --text="Dull and far too long."
@@ -9,7 +10,9 @@
 Prints the REST `:predict` response (JSON). `--request` takes a TF Serving
 REST body (`{"instances": [...]}` or `{"inputs": {...}}`); `--text` (and
 `--text_b` for pairs), or `--question` with `--context` (question answering),
-build a row-format body.
+build a row-format body. A directory written by `tools/export.py
+--format=openvino` (`model.xml` inside) runs with OpenVINO
+(`tfbert.export.openvino_model.OpenVINOModel`): the same JSON in and out.
 """
 
 import json
@@ -19,7 +22,8 @@ import sys
 from absl import app, flags
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("saved_model_dir", None, "An exported SavedModel directory.")
+flags.DEFINE_string("saved_model_dir", None,
+                    "An exported SavedModel directory, or an OpenVINO IR version directory.")
 flags.DEFINE_multi_string("text", [], "Input text (repeat for a batch).")
 flags.DEFINE_multi_string("text_b", [], "Second segment of each pair (repeat).")
 flags.DEFINE_multi_string("question", [], "Question (repeat; question answering models).")
@@ -27,6 +31,17 @@ flags.DEFINE_multi_string("context", [], "Context of each --question (repeat).")
 flags.DEFINE_string("request", None, "A JSON file with a TF Serving REST predict body.")
 flags.DEFINE_string("signature_name", "serving_default", "Signature to call.")
 flags.mark_flag_as_required("saved_model_dir")
+
+
+def load(path):
+    """The model at `path`: an OpenVINO IR directory or a SavedModel."""
+    if os.path.isfile(os.path.join(path, "model.xml")):
+        from tfbert.export.openvino_model import OpenVINOModel
+
+        return OpenVINOModel(path)
+    from tfbert.export.task_model import load_task_model
+
+    return load_task_model(path)
 
 
 def main(argv):
@@ -50,11 +65,10 @@ def main(argv):
     else:
         sys.exit("predict: error: give --text, --question/--context (repeatable) or --request=FILE.")
     from tfbert.export.serving import RequestError, predict
-    from tfbert.export.task_model import load_task_model
 
     try:
-        response = predict(load_task_model(FLAGS.saved_model_dir), body)
-    except (RequestError, OSError) as e:
+        response = predict(load(FLAGS.saved_model_dir), body)
+    except (RequestError, OSError, ValueError) as e:
         sys.exit(f"predict: error: {e}")
     print(json.dumps(response, indent=1))
 

@@ -21,6 +21,7 @@ from tfbert.atomic import atomic_dir
 from tfbert.encoder import INPUT_NAMES
 from tfbert.export.input_check import check_ids, find_encoder_config
 from tfbert.export.op_check import check_op_rule
+from tfbert.export.text_settings import write_text_settings
 from tfbert.export.tf_text_ops import require_tf_text_ops
 from tfbert.export.warmup import write_warmup_requests
 
@@ -71,6 +72,9 @@ def export_task_model(export_dir, serve_text, serve_ids, text_inputs=("text",), 
         # a violation fails here, before anything replaces `export_dir`.
         check_op_rule(tmp)
         write_warmup_requests(tmp, warmup_shapes, IDS_SIGNATURE)
+        # The vocabulary and packing settings, for runtimes that rebuild the
+        # tokenizer (tfbert.export.openvino): the graph does not expose them.
+        write_text_settings(tmp, track, text_inputs)
     return export_dir
 
 

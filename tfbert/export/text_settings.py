@@ -1,0 +1,56 @@
+"""What a task SavedModel's tokenizer does, written beside its graph.
+
+`serving_default` tokenizes and packs inside the graph, but the graph alone
+does not say with which vocabulary, casing, `seq_length` or truncation (the
+WordPiece vocabulary is compiled into a tf-text trie). Runtimes that rebuild
+the tokenizer from the export (`tfbert.export.openvino`) read it here:
+
+    <export>/assets/vocab.txt          the vocabulary, one token per line
+    <export>/assets/tfbert_text.json   lower_case, seq_length, truncation,
+                                       max_seq_length, text_inputs, model
+
+`assets/` travels with the SavedModel (TF Serving, copies); TensorFlow does
+not read these two files.
+"""
+
+import json
+import os
+
+VOCAB_FILE = os.path.join("assets", "vocab.txt")
+SETTINGS_FILE = os.path.join("assets", "tfbert_text.json")
+
+
+def write_text_settings(export_dir, track, text_inputs):
+    """Writes the settings of the first `BertPreprocessor` in `track` (Keras
+    objects a task export tracks) into `export_dir`; nothing without one."""
+    from tfbert.text.preprocessor import BertPreprocessor
+
+    preprocessor = next((o for o in track if isinstance(o, BertPreprocessor)), None)
+    if preprocessor is None:
+        return
+    model = next((o for o in track if o is not preprocessor), None)
+    os.makedirs(os.path.join(export_dir, "assets"), exist_ok=True)
+    with open(os.path.join(export_dir, VOCAB_FILE), "w", encoding="utf-8") as f:
+        f.write("\n".join(preprocessor.vocab.tokens) + "\n")
+    settings = {
+        "lower_case": preprocessor.lower_case,
+        "seq_length": preprocessor.seq_length,
+        "truncation": preprocessor.truncation,
+        "max_seq_length": preprocessor.max_seq_length,
+        "text_inputs": list(text_inputs),
+        "model": type(model).__name__ if model is not None else None,
+    }
+    with open(os.path.join(export_dir, SETTINGS_FILE), "w", encoding="utf-8") as f:
+        json.dump(settings, f, indent=2)
+
+
+def read_text_settings(export_dir):
+    """The settings dict plus `vocab_file` (its path); None when the export
+    has none (not a tfbert task export, or written before they were)."""
+    path = os.path.join(export_dir, SETTINGS_FILE)
+    vocab_file = os.path.join(export_dir, VOCAB_FILE)
+    if not (os.path.isfile(path) and os.path.isfile(vocab_file)):
+        return None
+    with open(path, encoding="utf-8") as f:
+        settings = json.load(f)
+    return {**settings, "vocab_file": vocab_file}

@@ -86,6 +86,12 @@ setup(
             # tfbert.retrieval.index (approximate search over sentence embeddings).
             "faiss-cpu>=1.8",
         ],
+        # tfbert.export.openvino (tools/export.py --format=openvino): the OpenVINO
+        # IR of a strings-in task export, the tokenizer built by openvino-tokenizers
+        # from a Hugging Face fast tokenizer (transformers, tokenizers), int8 by NNCF.
+        # Pinned to the versions tested beside tensorflow 2.21.
+        "openvino": ["openvino==2026.4.*", "openvino-tokenizers==2026.4.*", "nncf==3.4.*",
+                     "transformers>=4.40", "tokenizers>=0.15"],
         # The documentation site: `mkdocs serve` / `mkdocs build --strict` (mkdocs.yml).
         "docs": ["mkdocs>=1.6,<2", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26"],
     },

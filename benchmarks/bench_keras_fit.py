@@ -14,7 +14,6 @@ default; `compile(jit_compile=True)` for the user's model).
 import os
 import sys
 import tempfile
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -56,23 +55,16 @@ def fit_row(checkpoint, epochs, jit_compile):
     import keras
     import numpy as np
 
+    from benchmarks.common.timing import step_timer
     from tfbert import TextClassifier
 
     times = []
-
-    class StepTimer(keras.callbacks.Callback):
-        def on_epoch_begin(self, epoch, logs=None):
-            times.clear()
-
-        def on_train_batch_end(self, batch, logs=None):
-            times.append(time.perf_counter())
-
     keras.utils.set_random_seed(1)
     model = TextClassifier.from_pretrained(checkpoint, label_list=LABELS, seq_length=SEQ_LENGTH)
     model.compile(jit_compile=jit_compile)
     texts, labels = _sentiment("train")
     model.fit(texts, labels, batch_size=BATCH, epochs=epochs, seed=1, verbose=0,
-              callbacks=[StepTimer()])
+              callbacks=[step_timer(times)])
     dev_texts, dev_labels = _sentiment("dev")
     predicted = np.array(LABELS)[model.predict(dev_texts, verbose=0).argmax(-1)]
     return _examples_per_second(times), float(np.mean(predicted == np.array(dev_labels)))

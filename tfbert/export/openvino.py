@@ -10,8 +10,8 @@ Built from the export itself: the model part is the SavedModel's
 head, softmax, the `label` gather), and the tokenizer part is rebuilt from the
 vocabulary and packing settings the export records
 (`tfbert.export.openvino_tokenizer` says why it is not converted). The two are
-joined into one `ov.Model` by hand (`openvino.runtime.passes` /
-`connect_models` drop the tokenizer's state). Before anything is written the
+joined into one `ov.Model` by hand (openvino-tokenizers' `connect_models`
+drops the tokenizer's state and returns no rows). Before anything is written the
 joined model is run on probe texts, one longer than `seq_length` (pairs: with
 `text_b`), against `serving_default`: an export it cannot reproduce (the
 word-level outputs of tagging and question answering, `long_text=windows`)

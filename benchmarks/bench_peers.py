@@ -23,7 +23,9 @@ makes every number smaller):
   dynamic-range int8); PyTorch eager / `torch.compile` / bf16 autocast;
   ONNX Runtime on the transformer optimizer's fused graph (fp32 and dynamic
   int8 quantization); OpenVINO fp32 and at its default precision (bf16 on
-  CPUs with AMX / AVX-512 BF16). Every row's pooled output is compared with
+  CPUs with AMX / AVX-512 BF16); tfbert's own SavedModel converted to
+  OpenVINO (`tfbert.export.openvino`'s path: fp32, bf16 hint, NNCF int8;
+  needs the openvino extra). Every row's pooled output is compared with
   PyTorch fp32 (max abs diff);
 - the accuracy those fast paths keep: one classifier fine-tuned from the same
   weights (the docstring-family task, 500 dev sentences), its dev accuracy
@@ -506,7 +508,55 @@ def engine_rows(model_dir, workdir, batch=ENGINE_BATCH, seq=SEQ, use_torch_compi
                 lambda r=request, o=output: r.infer(feeds)[o].copy())
     except ImportError as e:
         notes.append(f"OpenVINO rows skipped ({e.name} not installed)")
+
+    # --- tfbert -> OpenVINO: tfbert's own export converted (the path of
+    # tools/export.py --format=openvino, here on the ids-in encoder) ---
+    try:
+        calls, note = tfbert_openvino_rows(loaded, os.path.join(ckpt, "vocab.txt"), seq)
+        for name, call in calls.items():
+            add(name, lambda c=call: c(np_inputs))
+        notes += [note] if note else []
+    except ImportError as e:
+        notes.append(f"tfbert -> OpenVINO rows skipped ({e.name} not installed)")
     return rows, pooled, notes
+
+
+def tfbert_openvino_rows(loaded, vocab_file, seq, calibration_count=256):
+    """tfbert's encoder SavedModel (`serving_default`, ids in) converted by
+    OpenVINO's TensorFlow frontend, as `tfbert.export.openvino` converts a task
+    export: fp32 and bf16 (OpenVINO's inference precision hint), and int8 by
+    NNCF calibrated on real sentences. Returns ({row name: fn(inputs) -> pooled
+    output}, a note or None)."""
+    import openvino as ov
+    import tensorflow as tf
+
+    from benchmarks.common.corpora import real_sentences
+    from tfbert import BertPreprocessor
+    from tfbert.export.openvino import quantize_ids_model
+
+    signature = loaded.signatures["serving_default"]
+    variants = {"fp32": (ov.convert_model(signature), "f32"),
+                "bf16": (ov.convert_model(signature), "bf16")}
+    note = None
+    try:
+        import nncf  # noqa: F401  (the openvino extra)
+
+        preprocessor = BertPreprocessor(vocab_file, seq_length=seq)
+        texts = real_sentences(calibration_count)
+        calibration = [{k: v.numpy() for k, v in preprocessor(tf.constant(texts[i:i + 32])).items()}
+                       for i in range(0, len(texts), 32)]
+        variants["int8 (NNCF)"] = (quantize_ids_model(ov.convert_model(signature), calibration),
+                                   "f32")
+    except ImportError:
+        note = "tfbert -> OpenVINO int8 skipped (nncf not installed: the openvino extra has it)"
+    core = ov.Core()
+    calls = {}
+    for label, (model, hint) in variants.items():
+        compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": hint})
+        request, output = compiled.create_infer_request(), compiled.output("pooled_output")
+        calls[f"tfbert -> OpenVINO {label}"] = (
+            lambda inputs, r=request, o=output: r.infer(inputs)[o].copy())
+    return calls, note
 
 
 def engines(model_dir, repeats=3, batch=ENGINE_BATCH, seq=SEQ, use_torch_compile=True,

@@ -22,6 +22,9 @@ going from strings to embeddings:
   int8) + Hugging Face `tokenizers`;
 - OpenVINO (its default precision: bf16 on AMX / AVX-512 BF16 CPUs) + HF
   `tokenizers`;
+- tfbert's SavedModel as an OpenVINO IR with the tokenizer inside
+  (`tools/export.py --format=openvino`), fp32, bf16 and NNCF int8 (the
+  openvino extra);
 - sentence-transformers `encode`.
 
 Engines take turns in rounds of 20 requests each, back to back (`measure`),
@@ -85,6 +88,7 @@ def build_engines(model_dir, workdir, seq_length=SEQ_LENGTH, tflite_batches=BATC
         for width in (w for w in BUCKETS if w <= seq_length):
             xla_engine(["x " * (width - 2)] * b)  # "x": one wordpiece; + [CLS] [SEP]
     engines["tfbert SavedModel (strings in, XLA)"] = xla_engine
+    engines.update(openvino_engines(saved, workdir, notes))
 
     # Strings-in TFLite as `tools/export.py --text_input` writes it (each batch
     # cut to its longest text), in fp32 and dynamic-range int8, and padded to
@@ -165,6 +169,31 @@ def build_engines(model_dir, workdir, seq_length=SEQ_LENGTH, tflite_batches=BATC
     engines["sentence-transformers encode"] = lambda texts: st.encode(
         texts, batch_size=len(texts), convert_to_numpy=True, show_progress_bar=False)
     return engines, notes
+
+
+def openvino_engines(saved, workdir, notes, calibration_count=300):
+    """The strings-in SavedModel `saved` as `tools/export.py --format=openvino`
+    writes it (tokenizer inside the IR), run by `OpenVINOModel`: fp32, bf16
+    (the same IR with OpenVINO's bf16 hint) and int8 (NNCF, calibrated on real
+    sentences). Empty, with a note, without the openvino extra."""
+    try:
+        import nncf  # noqa: F401
+        import openvino  # noqa: F401
+    except ImportError as e:
+        notes.append(f"tfbert -> OpenVINO rows skipped ({e.name} not installed)")
+        return {}
+    from benchmarks.common.corpora import real_sentences
+    from tfbert.export.openvino import export_openvino
+    from tfbert.export.openvino_model import OpenVINOModel
+
+    fp32 = export_openvino(saved, os.path.join(workdir, "openvino", "1"))
+    int8 = export_openvino(saved, os.path.join(workdir, "openvino_int8", "1"), precision="int8",
+                           calibration_texts=real_sentences(calibration_count))
+    models = {"fp32": OpenVINOModel(fp32), "bf16": OpenVINOModel(fp32, precision="bf16"),
+              "int8 (NNCF)": OpenVINOModel(int8)}
+    return {f"tfbert -> OpenVINO {label} (strings in)":
+            (lambda texts, m=model: m({"text": texts})["embedding"])
+            for label, model in models.items()}
 
 
 # (rows, columns) of the encoder-only table: plain graph against XLA.

@@ -31,7 +31,7 @@ import dataclasses
 import numpy as np
 
 from tfbert.config_loader import check_int
-from tfbert.retrieval.search import _top_k, as_embeddings
+from tfbert.retrieval.search import _top_k, as_embeddings, merge_top_k
 
 PRECISIONS = ("int8", "binary")
 
@@ -128,11 +128,7 @@ def quantized_search(query_embeddings, corpus, top_k=10, rescore_multiplier=4,
             scores = (q.astype(np.int32) @ block.astype(np.int32).T).astype(np.float32)
         else:  # +-1 dot product = dim - 2 * Hamming distance: larger is closer
             scores = signs(q, corpus.dim) @ signs(block, corpus.dim).T
-        top = _top_k(scores, k)
-        ids = np.concatenate([ids, top + start], axis=1)
-        both = np.concatenate([best, np.take_along_axis(scores, top, 1)], axis=1)
-        keep = _top_k(both, k)
-        ids, best = np.take_along_axis(ids, keep, 1), np.take_along_axis(both, keep, 1)
+        ids, best = merge_top_k(ids, best, scores, start, k)
     if rescore_multiplier:
         candidates = (corpus_embeddings[ids] if corpus_embeddings
                       is not None else QuantizedEmbeddings(

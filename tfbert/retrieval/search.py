@@ -67,6 +67,18 @@ def _top_k(scores, k):
     return np.take_along_axis(part, order, 1)
 
 
+def merge_top_k(best_ids, best_scores, scores, offset, k, block_k=None):
+    """The running top `k` per row after one more block of `scores` whose
+    columns start at corpus index `offset`: `(ids, scores)`, best first.
+    `block_k`: how many of the block's best to merge (default `k`). Chunked
+    search keeps `[queries, k]` in memory, never `[queries, corpus]`."""
+    top = _top_k(scores, block_k or k)
+    ids = np.concatenate([best_ids, top + offset], axis=1)
+    both = np.concatenate([best_scores, np.take_along_axis(scores, top, 1)], axis=1)
+    keep = _top_k(both, k)
+    return np.take_along_axis(ids, keep, 1), np.take_along_axis(both, keep, 1)
+
+
 def semantic_search(query_embeddings, corpus_embeddings, top_k=10, query_chunk_size=100,
                     corpus_chunk_size=50000):
     """For each query, the `top_k` corpus entries by cosine similarity:
@@ -90,13 +102,7 @@ def semantic_search(query_embeddings, corpus_embeddings, top_k=10, query_chunk_s
         best_scores = np.zeros((len(q), 0), np.float32)
         for c0 in range(0, len(corpus), corpus_chunk_size):
             scores = q @ corpus[c0:c0 + corpus_chunk_size].T
-            top = _top_k(scores, top_k)
-            # Merge this chunk's top k with the running top k.
-            ids = np.concatenate([best_ids, top + c0], axis=1)
-            both = np.concatenate([best_scores, np.take_along_axis(scores, top, 1)], axis=1)
-            keep = _top_k(both, top_k)
-            best_ids = np.take_along_axis(ids, keep, 1)
-            best_scores = np.take_along_axis(both, keep, 1)
+            best_ids, best_scores = merge_top_k(best_ids, best_scores, scores, c0, top_k)
         results.extend([{"corpus_id": int(i), "score": float(s)} for i, s in zip(ids_, sc)]
                        for ids_, sc in zip(best_ids, best_scores))
     return results
@@ -131,12 +137,8 @@ def paraphrase_mining(texts_or_embeddings, encoder=None, top_k=10, chunk_size=10
             scores = q @ emb[c0:c0 + chunk_size].T
             rows = np.arange(len(q))[:, None]
             scores[(q0 + rows) == (c0 + np.arange(scores.shape[1]))[None, :]] = -np.inf  # self
-            top = _top_k(scores, top_k + 1)
-            ids = np.concatenate([best_ids, top + c0], axis=1)
-            both = np.concatenate([best_scores, np.take_along_axis(scores, top, 1)], axis=1)
-            keep = _top_k(both, top_k)
-            best_ids = np.take_along_axis(ids, keep, 1)
-            best_scores = np.take_along_axis(both, keep, 1)
+            best_ids, best_scores = merge_top_k(best_ids, best_scores, scores, c0, top_k,
+                                                top_k + 1)
         for r, (ids_, sc) in enumerate(zip(best_ids, best_scores)):
             for j, s in zip(ids_, sc):
                 if np.isfinite(s):

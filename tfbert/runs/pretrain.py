@@ -80,6 +80,11 @@ class PretrainConfig:
     # --- Runtime ---
     model_dir: str = ""
     steps_per_epoch: int = config_loader.at_least(1, 100)  # the resume / checkpoint unit
+    # Updates per call of the compiled step (Keras' steps_per_execution): the
+    # per-step Python of fit and the callbacks runs once per N updates; the
+    # time budget's clock and the loss-spike check move in steps of N. An
+    # epoch is whole calls: the largest divisor of steps_per_epoch up to N.
+    steps_per_execution: int = config_loader.at_least(1, 1)
     checkpoint_every_epochs: int = config_loader.at_least(1, 1)
     keep_checkpoints: int = config_loader.at_least(1, 3)
     dtype_policy: str = config_loader.one_of(DTYPE_POLICIES, "")  # e.g. mixed_bfloat16
@@ -136,6 +141,19 @@ def _check_budget(cfg):
                          "multi_worker_mirrored (each worker would keep its own clock).")
 
 
+def updates_per_execution(cfg):
+    """`steps_per_execution`, cut to the largest divisor of `steps_per_epoch`
+    (an epoch, the resume unit, is whole calls of the compiled step).
+
+    >>> updates_per_execution(PretrainConfig(steps_per_epoch=500, steps_per_execution=25))
+    25
+    >>> updates_per_execution(PretrainConfig(steps_per_epoch=10, steps_per_execution=25))
+    10
+    """
+    most = min(cfg.steps_per_execution, cfg.steps_per_epoch)
+    return max(n for n in range(1, most + 1) if cfg.steps_per_epoch % n == 0)
+
+
 def build_model(cfg, vocab):
     """BertPretrainer from init_checkpoint (heads too, when present) or a preset."""
     from tfbert import BertConfig, BertEncoder
@@ -181,7 +199,10 @@ def run(cfg, overwrite=False):
 
     validate(cfg)
     # Before anything is resumed: a model_dir holds one run (one config).
-    claim_model_dir(cfg.model_dir, dataclasses.asdict(cfg), overwrite=overwrite,
+    # Updates per call are runtime, like verbose: a run resumes with another
+    # value, and runs stored before the field existed resume too.
+    stored = {k: v for k, v in dataclasses.asdict(cfg).items() if k != "steps_per_execution"}
+    claim_model_dir(cfg.model_dir, stored, overwrite=overwrite,
                     name="pretrain_config.json", write=is_chief(),
                     renamed=config_loader.renamed_keys(PretrainConfig), upgrade=fold_use_nsp)
     lower_case = cfg.lower_case
@@ -252,7 +273,10 @@ def run(cfg, overwrite=False):
             epsilon=cfg.adam_epsilon, gradient_accumulation_steps=accumulate,
             budget_seconds=cfg.budget_minutes and 60.0 * cfg.budget_minutes,
         )
-        model.compile(optimizer=optimizer, jit_compile=jit_compile)
+        # Keras counts micro-batches; 1 keeps one call per micro-batch.
+        per_call = updates_per_execution(cfg)
+        model.compile(optimizer=optimizer, jit_compile=jit_compile,
+                      steps_per_execution=per_call * accumulate if per_call > 1 else 1)
         x, _ = next(iter(make_dataset(0).take(1)))
         model(x)  # build: BackupAndRestore restores into built variables
     if initial_epoch or initial_batch:

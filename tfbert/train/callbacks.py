@@ -97,18 +97,23 @@ class LossSpikeWarning(keras.callbacks.Callback):
         self.spikes = []  # (step, recent mean, level)
         self._losses = []
         self._previous_mean = 0.0
+        self._previous_batch = -1
         self._in_spike = False
 
     def on_epoch_begin(self, epoch, logs=None):
         self._previous_mean = 0.0
+        self._previous_batch = -1
 
     def on_train_batch_end(self, batch, logs=None):
         if not logs or "loss" not in logs:
             return
         mean = float(logs["loss"])
-        loss = (batch + 1) * mean - batch * self._previous_mean
-        self._previous_mean = mean
-        self._losses = (self._losses + [loss])[-(self.window + self.recent):]
+        # Under steps_per_execution=N Keras calls this once per N steps
+        # (`batch` is the last one): each of them gets their mean loss.
+        steps = max(batch - self._previous_batch, 1)
+        loss = ((batch + 1) * mean - (self._previous_batch + 1) * self._previous_mean) / steps
+        self._previous_mean, self._previous_batch = mean, batch
+        self._losses = (self._losses + [loss] * steps)[-(self.window + self.recent):]
         if len(self._losses) < self.window + self.recent:
             return
         level = sorted(self._losses[:self.window])[self.window // 2]
@@ -158,7 +163,9 @@ class TimeBudget(keras.callbacks.Callback):
     left. Before every step the variable is set from the clock, so the
     compiled step reads the schedule's progress; after the step that spends
     the budget (at an optimizer update, under gradient accumulation) training
-    stops and the epoch ends as usual (backup, periodic checkpoint).
+    stops and the epoch ends as usual (backup, periodic checkpoint). Under
+    `steps_per_execution=N` Keras calls the callbacks once per N steps: the
+    clock moves and the budget is checked every N steps.
     `learning_rate` (of the epoch's last step) and `budget_seconds_spent` are
     added to each epoch's logs. List it before the backup and loggers, so
     they save and log the clock of the same moment.
@@ -178,6 +185,7 @@ class TimeBudget(keras.callbacks.Callback):
         self.spent_before = None  # the restored clock, read at the first step
         self._fit_start = 0.0
         self._last_step_clock = 0.0
+        self._previous_batch = -1
 
     def seconds_spent(self):
         return self.spent_before + time.monotonic() - self._fit_start
@@ -195,16 +203,22 @@ class TimeBudget(keras.callbacks.Callback):
         self._last_step_clock = self.seconds_spent()
         self.schedule.seconds_spent.assign(self._last_step_clock)
 
+    def on_epoch_begin(self, epoch, logs=None):
+        self._previous_batch = -1
+
     def on_train_batch_end(self, batch, logs=None):
         spent = self.seconds_spent()
         self.schedule.seconds_spent.assign(spent)
+        # Keras steps this call ran: 1, or N under steps_per_execution=N.
+        ran, self._previous_batch = batch - self._previous_batch, batch
         if spent < self.schedule.budget_seconds:
             return
         optimizer = self.model.optimizer
         micro_steps = int(getattr(optimizer, "_iterations", optimizer.iterations).numpy())
         if micro_steps % self.schedule.steps_per_update:
             return  # mid-accumulation: stop at the update
-        if not self.spent_before and micro_steps == self.schedule.steps_per_update:
+        # A fresh run whose first update ends in this call (no update before it).
+        if not self.spent_before and micro_steps - ran < self.schedule.steps_per_update:
             raise ValueError(
                 f"The time budget ({self.schedule.budget_seconds:g} s) is shorter than the "
                 f"first training step, which took {spent:.1f} s (compilation included).")

@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 BENCHMARKS = ("encoder", "tokenizer", "pretrain", "finetune", "qa", "sentence_embedding",
               "bucketing", "distill", "pretrain_payoff", "long_text", "peers", "quality",
-              "latency", "accumulation", "lora", "index", "rerank", "keras_fit")
+              "latency", "accumulation", "lora", "index", "rerank", "keras_fit", "pretrain_step")
 # Not in the default run: peers (needs the bench extra) and quality (about two
 # hours on 2 cores: every task over seeds, tfbert and the transformers reference).
 # latency: serving latency from raw strings against the peers (bench extra).

@@ -39,7 +39,6 @@ import csv
 import os
 import random
 import re
-import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -99,13 +98,12 @@ def build_data(work, max_doc_bytes=4_000_000, per_class=400, seed=0):
             "classes": {f: min(per_class, len(labelled[f])) for f in sorted(labelled)}}
 
 
-def tool(name, *flags):
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": ROOT}
-    result = subprocess.run([sys.executable, os.path.join(ROOT, "tools", name), *flags],
-                            env=env, capture_output=True, text=True)
-    if result.returncode:
-        raise RuntimeError(f"tools/{name} failed:\n{result.stderr[-3000:]}")
-    return result.stdout
+def run_tool(name, *flags):
+    # Imported when called: run as a script, `benchmarks` is importable only after
+    # __main__ puts the repository on sys.path.
+    from benchmarks.common.pretrain_shards import run_tool as run
+
+    return run(name, *flags)
 
 
 def train_subset(path, size):
@@ -215,7 +213,7 @@ def run(steps=(2500, 5000, 10000, 15000), seeds=(1, 2), plot_path=None, work=Non
     warmup = min(300, steps[-1] // 10)
     assert all(s % every == 0 for s in steps), "steps must be multiples of the first"
     t = time.perf_counter()
-    tool("pretrain.py", f"--config={ROOT}/configs/pretrain_tiny.yaml",
+    run_tool("pretrain.py", f"--config={ROOT}/configs/pretrain_tiny.yaml",
          f"--train_files={data}/*.tfrecord", f"--vocab_file={work}/vocab.txt",
          f"--model_dir={work}/pretrain", f"--num_train_steps={steps[-1]}",
          f"--steps_per_epoch={every}", "--set", f"keep_checkpoints={len(steps) + 1000}",
@@ -223,7 +221,7 @@ def run(steps=(2500, 5000, 10000, 15000), seeds=(1, 2), plot_path=None, work=Non
          "--set", f"num_warmup_steps={warmup}")
     timings["pretrain"] = time.perf_counter() - t
     for step in steps[:-1]:
-        tool("pretrain.py", f"--model_dir={work}/pretrain", f"--export_step={step}")
+        run_tool("pretrain.py", f"--model_dir={work}/pretrain", f"--export_step={step}")
     checkpoints = {s: f"{work}/pretrain/pretrained-step-{s}" for s in steps[:-1]}
     checkpoints[steps[-1]] = f"{work}/pretrain/pretrained"
 
@@ -306,7 +304,7 @@ def pretraining_data(work, seq_length, vocab_size=8000):
     once); returns the shards' directory and the counts."""
     counts = corpus_and_tasks(work)
     if not os.path.isfile(os.path.join(work, "vocab.txt")):
-        tool("build_vocab.py", f"--input_files={work}/vocab_input.txt",
+        run_tool("build_vocab.py", f"--input_files={work}/vocab_input.txt",
              f"--output_file={work}/vocab.txt", f"--vocab_size={vocab_size}")
     return shards(work, f"data{seq_length}", f"{work}/vocab.txt", seq_length), counts
 
@@ -315,7 +313,7 @@ def shards(work, name, vocab_file, seq_length, *flags):
     """`<work>/<name>/`: the corpus's pretraining shards for `vocab_file` (made once)."""
     data = os.path.join(work, name)
     if not os.path.isdir(data):
-        tool("create_pretraining_data.py", f"--input_files={work}/corpus.txt",
+        run_tool("create_pretraining_data.py", f"--input_files={work}/corpus.txt",
              f"--vocab_file={vocab_file}", f"--output_dir={data}",
              f"--max_seq_length={seq_length}", "--num_shards=4", "--eval_fraction=0.01", *flags)
     return data
@@ -342,7 +340,7 @@ def pretrain_run(work, name, config, sets=(), minutes=None, steps=None, seq_leng
         flags += [f"--num_train_steps={steps}"] if steps else []
         for item in sets:
             flags += ["--set", item]
-        tool("pretrain.py", *flags)
+        run_tool("pretrain.py", *flags)
     with open(summary_path, encoding="utf-8") as f:
         return json.load(f)
 
@@ -413,7 +411,7 @@ def domain_adaptation(work, minutes=30, seeds=(0, 1, 2), new_words=500):
     minilm = minilm_checkpoint(work)
     extended = os.path.join(work, "minilm_extended")
     if not os.path.isdir(extended):
-        tool("extend_vocab.py", f"--checkpoint_dir={minilm}", f"--output_dir={extended}",
+        run_tool("extend_vocab.py", f"--checkpoint_dir={minilm}", f"--output_dir={extended}",
              f"--corpus={work}/corpus.txt", f"--max_new_words={new_words}", "--mode=unused")
     config = without_step_count(work, "pretrain_domain.yaml")
     sources = {"all-MiniLM-L6-v2": dict(init_checkpoint=minilm)}

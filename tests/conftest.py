@@ -145,3 +145,28 @@ def dask_address():
         yield cluster.scheduler_address
     finally:
         cluster.close()
+
+
+@pytest.fixture(scope="session")
+def raises_one_line_from_tfbert():
+    """`check(name, action, pattern)`: `action()` raises a user error (ValueError,
+    TypeError, FileNotFoundError) whose message is one line matching `pattern`,
+    raised by tfbert's own code (not from inside TensorFlow, Keras or NumPy)."""
+    import pathlib
+    import re
+    import traceback
+
+    import tfbert
+
+    tfbert_dir = str(pathlib.Path(tfbert.__file__).parent)
+
+    def check(name, action, pattern):
+        with pytest.raises((ValueError, TypeError, FileNotFoundError)) as info:
+            action()
+        message = str(info.value)
+        assert "\n" not in message.strip(), f"{name}: not one line: {message!r}"
+        assert re.search(pattern, message), f"{name}: {message!r}"
+        raised_in = traceback.extract_tb(info.value.__traceback__)[-1].filename
+        assert raised_in.startswith(tfbert_dir), f"{name}: raised inside {raised_in}: {message!r}"
+
+    return check

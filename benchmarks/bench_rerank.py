@@ -58,7 +58,7 @@ from benchmarks.common.rerank_quality import NotEnoughPairs, matryoshka, run  # 
 if __name__ == "__main__":
     import argparse
 
-    from tfbert.models.classifier import POOLING
+    from tfbert.layers.pooling import POOLING
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", default="0,1,2")

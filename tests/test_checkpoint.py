@@ -86,3 +86,30 @@ def test_broken_directories(tmp_path, vocab_file, tiny_encoder):
         checkpoint.read_checkpoint(out)
     with pytest.raises(FileNotFoundError, match="Vocabulary file not found"):
         checkpoint.save_checkpoint(str(tmp_path / "x"), tiny_encoder.config, {}, "nope.txt", True)
+
+
+def test_settings_sections_round_trip_and_read_old_key_names(tmp_path, vocab_file, tiny_encoder):
+    """The optional sections are their dataclasses on both sides; a dict is
+    checked on the way in, and `max_seq_length` (the key's name in checkpoints
+    written before `seq_length`) still reads."""
+    out = str(tmp_path / "ckpt")
+    checkpoint.save_checkpoint(
+        out, tiny_encoder.config, tiny_encoder.get_named_weights(), vocab_file, True,
+        sentence=checkpoint.SentenceSettings(pooling="max", seq_length=64),
+        cross_encoder={"seq_length": 32, "pooling": "mean"},
+        text_classifier=checkpoint.TextClassifierSettings(label_list=["neg", "pos"]))
+    ckpt = checkpoint.read_checkpoint(out)
+    assert ckpt.sentence == checkpoint.SentenceSettings(pooling="max", seq_length=64)
+    assert ckpt.cross_encoder == checkpoint.CrossEncoderSettings(seq_length=32, pooling="mean")
+    assert ckpt.text_classifier.label_list == ["neg", "pos"]
+    config_path = os.path.join(out, "config.json")
+    meta = json.loads(open(config_path).read())
+    meta["sentence"]["max_seq_length"] = meta["sentence"].pop("seq_length")
+    with open(config_path, "w") as f:
+        json.dump(meta, f)
+    assert checkpoint.read_checkpoint(out).sentence.seq_length == 64
+    # A bad value on the way in is one line naming the section and the key.
+    with pytest.raises(ValueError, match=r"^save_checkpoint cross_encoder: pooling: must be one "
+                                         r"of \['cls', 'mean', 'max'\], got 'avg'\.$"):
+        checkpoint.save_checkpoint(out, tiny_encoder.config, tiny_encoder.get_named_weights(),
+                                   vocab_file, True, cross_encoder={"pooling": "avg"})

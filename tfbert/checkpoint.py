@@ -4,18 +4,18 @@
     <dir>/config.json        {"format": "tfbert-checkpoint", "version": 1,
                                "encoder": {BertConfig fields},
                                "lower_case": bool, "source": str,
-                               "sentence": {pooling, normalize, max_seq_length,
-                                            dense_units, dense_activation} (optional:
-                                            SentenceEncoder settings),
-                               "cross_encoder": {max_seq_length, pooling} (optional),
-                               "text_classifier": {multi_label, label_list, threshold,
-                                                   pairs, pooling, seq_length} (optional:
-                                                   TextClassifier settings)}
+                               "sentence": SentenceSettings (optional),
+                               "cross_encoder": CrossEncoderSettings (optional),
+                               "text_classifier": TextClassifierSettings (optional)}
     <dir>/model.safetensors  weights by name: "encoder/<encoder weight name>",
                              and optional heads "mlm/...", "nsp/...",
                              "sentence_dense/..." (SentenceEncoder dense layer),
                              "classifier/..." (CrossEncoder / TextClassifier head)
     <dir>/vocab.txt          WordPiece vocabulary, one token per line
+
+The optional sections are the settings of the model that wrote them, as
+dataclasses checked like every tfbert config (`tfbert.config_loader`): a bad
+value is one line naming config.json, the section and the key.
 
 Written to a temporary sibling directory and renamed into place, so a killed
 writer never leaves a half checkpoint behind.
@@ -25,19 +25,73 @@ import dataclasses
 import json
 import os
 import shutil
+from typing import Optional
 
 import numpy as np
 import safetensors
 import safetensors.numpy
 
 from tfbert.atomic import DestinationError, atomic_dir  # noqa: F401  (DestinationError: re-exported)
+from tfbert import config_loader
 from tfbert.config import BertConfig
+from tfbert.config_loader import at_least, in_range, one_of
+from tfbert.layers.pooling import POOLING
 
 FORMAT = "tfbert-checkpoint"
 VERSION = 1
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 VOCAB_FILE = "vocab.txt"
+
+
+DENSE_ACTIVATIONS = ("tanh", "linear")
+
+
+@dataclasses.dataclass
+class SentenceSettings:
+    """The `sentence` section: how a `SentenceEncoder` turns tokens into one
+    embedding (pooling, an optional dense layer, L2 normalization) and how
+    many wordpieces it reads."""
+
+    pooling: str = one_of(POOLING, "mean")
+    normalize: bool = True
+    seq_length: Optional[int] = at_least(2, None)
+    dense_units: Optional[int] = at_least(1, None)
+    dense_activation: str = one_of(DENSE_ACTIVATIONS, "tanh")
+
+    def __post_init__(self):
+        config_loader.validate(self)
+
+
+@dataclasses.dataclass
+class CrossEncoderSettings:
+    """The `cross_encoder` section: a `CrossEncoder`'s pair length and pooling."""
+
+    seq_length: Optional[int] = at_least(2, None)
+    pooling: str = one_of(POOLING, "cls")
+
+    def __post_init__(self):
+        config_loader.validate(self)
+
+
+@dataclasses.dataclass
+class TextClassifierSettings:
+    """The `text_classifier` section: what `TextClassifier.from_pretrained`
+    needs beyond the head's weights."""
+
+    multi_label: bool = False
+    label_list: Optional[list] = None
+    threshold: float = in_range(0.0, 1.0, 0.5)
+    pairs: Optional[bool] = None
+    pooling: str = one_of(POOLING, "cls")
+    seq_length: Optional[int] = at_least(2, None)
+
+    def __post_init__(self):
+        config_loader.validate(self)
+
+
+SECTIONS = {"sentence": SentenceSettings, "cross_encoder": CrossEncoderSettings,
+            "text_classifier": TextClassifierSettings}
 
 
 @dataclasses.dataclass
@@ -49,9 +103,9 @@ class Checkpoint:
     lower_case: bool
     weights: dict
     source: str = ""
-    sentence: dict = None  # SentenceEncoder settings, when the checkpoint has them
-    cross_encoder: dict = None  # CrossEncoder settings (max_seq_length, pooling), when it has them
-    text_classifier: dict = None  # TextClassifier settings, when it has them
+    sentence: Optional[SentenceSettings] = None
+    cross_encoder: Optional[CrossEncoderSettings] = None
+    text_classifier: Optional[TextClassifierSettings] = None
 
     @property
     def vocab_file(self):
@@ -113,9 +167,9 @@ def save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
     model's `preprocessor.vocab.tokens`).
     `encoder_weights`: `{name: array}` as `BertEncoder.get_named_weights()`.
     `head_weights`: optional `{"mlm": {...}, "nsp": {...}}`.
-    `sentence`: optional `SentenceEncoder` settings (pooling, normalize, ...).
-    `cross_encoder`: optional `CrossEncoder` settings (max_seq_length, pooling).
-    `text_classifier`: optional `TextClassifier` settings.
+    `sentence`, `cross_encoder`, `text_classifier`: optional settings
+    sections, each its dataclass (`SentenceSettings`, ...) or a dict of its
+    fields.
     """
     tokens = None if isinstance(vocab_file, (str, os.PathLike)) else list(vocab_file)
     if tokens is None and not os.path.isfile(vocab_file):
@@ -130,12 +184,13 @@ def save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
         "lower_case": bool(lower_case),
         "source": source,
     }
-    if sentence is not None:
-        meta["sentence"] = dict(sentence)
-    if cross_encoder is not None:
-        meta["cross_encoder"] = dict(cross_encoder)
-    if text_classifier is not None:
-        meta["text_classifier"] = dict(text_classifier)
+    for name, section in (("sentence", sentence), ("cross_encoder", cross_encoder),
+                          ("text_classifier", text_classifier)):
+        if section is not None:
+            if not dataclasses.is_dataclass(section):
+                section = config_loader.from_dict(SECTIONS[name], dict(section),
+                                                  source=f"save_checkpoint {name}")
+            meta[name] = dataclasses.asdict(section)
     with atomic_dir(out_dir) as tmp:
         with open(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as f:
             json.dump(meta, f, indent=2, sort_keys=True)
@@ -185,15 +240,22 @@ def read_checkpoint(path):
         lower_case=bool(meta.get("lower_case", True)),
         weights=weights,
         source=meta.get("source", ""),
-        sentence=_sentence_section(meta.get("sentence"), config_path),
-        cross_encoder=_sentence_section(meta.get("cross_encoder"), config_path, "cross_encoder"),
-        text_classifier=_sentence_section(meta.get("text_classifier"), config_path,
-                                          "text_classifier"),
+        **{name: read_section(meta, name, config_path) for name in SECTIONS},
     )
 
 
-def _sentence_section(section, config_path, name="sentence"):
-    """The optional `sentence` (or `cross_encoder`) section, checked to be a JSON object."""
-    if section is not None and not isinstance(section, dict):
-        raise ValueError(f"{config_path}: {name!r} must be a JSON object, got {section!r}.")
-    return section
+def read_section(meta, name, config_path):
+    """The optional section `name` of a checkpoint's config as its dataclass,
+    checked; None when the checkpoint has none."""
+    section = meta.get(name)
+    if section is None:
+        return None
+    if not isinstance(section, dict):
+        raise ValueError(f"{config_path}: {name!r} must be a JSON object, got {section!r:.60}.")
+    section = dict(section)
+    if "max_seq_length" in section:  # the key's name in checkpoints written before seq_length
+        if "seq_length" in section:
+            raise ValueError(f"{config_path}:{name}: has both seq_length and max_seq_length "
+                             "(its old name); keep seq_length.")
+        section["seq_length"] = section.pop("max_seq_length")
+    return config_loader.from_dict(SECTIONS[name], section, source=f"{config_path}:{name}")

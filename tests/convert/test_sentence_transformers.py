@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from tfbert.checkpoint import read_checkpoint
+from tfbert.checkpoint import SentenceSettings, read_checkpoint
 from tfbert.convert import from_huggingface
 
 
@@ -25,8 +25,8 @@ def st_dir(tmp_path, minilm_dir):
 
 def test_minilm_metadata(tmp_path, minilm_dir):
     ckpt = read_checkpoint(from_huggingface(minilm_dir, str(tmp_path / "out")))
-    assert ckpt.sentence == {"pooling": "mean", "normalize": True, "max_seq_length": 256,
-                             "dense_units": None, "dense_activation": "tanh"}
+    assert ckpt.sentence == SentenceSettings(pooling="mean", normalize=True, seq_length=256,
+                                             dense_units=None, dense_activation="tanh")
 
 
 def test_plain_bert_dir_has_no_sentence_section(tmp_path, st_dir):
@@ -54,7 +54,7 @@ def test_cls_pooling_dense_no_normalize(tmp_path, st_dir):
     save_file({"linear.weight": weight, "linear.bias": bias},
               str(st_dir / "2_Dense" / "model.safetensors"))
     out = from_huggingface(st_dir, str(tmp_path / "out"))
-    assert read_checkpoint(out).sentence["pooling"] == "cls"
+    assert read_checkpoint(out).sentence.pooling == "cls"
     model = SentenceEncoder.from_pretrained(out, seq_length=32)
     assert (model.pooling, model.dense_units, model.normalize) == ("cls", 8, False)
     text = ["Return the number of items in the container."]

@@ -50,6 +50,17 @@ def test_mean_pooling_head_reads_the_real_tokens(tiny_config):
     np.testing.assert_allclose(clone(x), model(x), atol=1e-6)
 
 
+def test_max_pooling_head_reads_the_real_tokens(tiny_config):
+    encoder = BertEncoder(tiny_config.replace(vocab_size=50))
+    model = BertClassifier(encoder, num_classes=1, dropout=0.0, pooling="max")
+    x = inputs([[2, 7, 9, 3, 0, 0], [2, 5, 3, 0, 0, 0]])
+    tokens = encoder(x)["sequence_output"].numpy()
+    pooled = np.where(x["input_mask"][..., None] > 0, tokens, -np.inf).max(1)
+    w, b = model.get_layer("logits").get_weights()
+    np.testing.assert_allclose(model(x), pooled @ w + b, atol=1e-5)
+    assert not encoder.pooler.trainable
+
+
 def test_regression_head_and_saving(tiny_config, tmp_path):
     model = BertClassifier(BertEncoder(tiny_config.replace(vocab_size=50)), num_classes=1)
     x = inputs([[2, 7, 3]])
@@ -65,5 +76,5 @@ def test_errors(tiny_config):
         BertClassifier("encoder", num_classes=2)
     with pytest.raises(ValueError, match="num_classes"):
         BertClassifier(BertEncoder(tiny_config.replace(vocab_size=50)), num_classes=0)
-    with pytest.raises(ValueError, match=r"pooling must be one of \['cls', 'mean'\], got 'max'"):
-        BertClassifier(BertEncoder(tiny_config.replace(vocab_size=50)), 2, pooling="max")
+    with pytest.raises(ValueError, match=r"pooling must be one of \['cls', 'mean', 'max'\], got 'avg'"):
+        BertClassifier(BertEncoder(tiny_config.replace(vocab_size=50)), 2, pooling="avg")

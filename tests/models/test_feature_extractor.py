@@ -50,4 +50,4 @@ def test_errors(setup):
     with pytest.raises(ValueError, match="combine"):
         BertFeatureExtractor(encoder, layers=(-1,), combine="max")
     with pytest.raises(ValueError, match="pooling"):
-        BertFeatureExtractor(encoder, layers=(-1,), pooling="max")
+        BertFeatureExtractor(encoder, layers=(-1,), pooling="avg")

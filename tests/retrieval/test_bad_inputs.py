@@ -175,11 +175,18 @@ CASES = [
     ("from_pretrained: seq_length out of range", lambda w: CrossEncoder.from_pretrained(
         w["ce_dir"], seq_length=1), r"seq_length must be >= 2.*got 1"),
     ("from_pretrained: config seq_length a string", lambda w: cross_encoder_config(
-        w, "ce_abc", seq_length="abc"), r"config\.json: cross_encoder\.seq_length is 'abc'"),
-    ("from_pretrained: config max_seq_length negative", lambda w: cross_encoder_config(
-        w, "ce_neg", max_seq_length=-3), r"config\.json: cross_encoder\.max_seq_length is -3"),
+        w, "ce_abc", seq_length="abc"),
+     r"config\.json:cross_encoder: seq_length: expected an integer, got 'abc'"),
+    ("from_pretrained: config seq_length negative", lambda w: cross_encoder_config(
+        w, "ce_neg", seq_length=-3), r"config\.json:cross_encoder: seq_length: must be >= 2, got -3"),
+    ("from_pretrained: config seq_length under both names", lambda w: cross_encoder_config(
+        w, "ce_both", max_seq_length=64),
+     r"config\.json:cross_encoder: has both seq_length and max_seq_length"),
     ("from_pretrained: config pooling unknown", lambda w: cross_encoder_config(
-        w, "ce_pool", pooling="max"), r"config\.json: cross_encoder\.pooling is 'max'"),
+        w, "ce_pool", pooling="max2"),
+     r"config\.json:cross_encoder: pooling: must be one of \['cls', 'mean', 'max'\], got 'max2'"),
+    ("from_pretrained: config key unknown", lambda w: cross_encoder_config(
+        w, "ce_key", polling="cls"), r"config\.json:cross_encoder: unknown key\(s\) \['polling'\]"),
     ("from_pretrained: truncated weights", lambda w: CrossEncoder.from_pretrained(changed_copy(
         w, "ce_cut", w["ce_dir"], lambda d: truncate(d / "model.safetensors"))),
      r"model\.safetensors: cannot read"),
@@ -433,14 +440,20 @@ CASES = [
         w["bi_dir"], seq_length="abc"), r"seq_length must be >= 2 \(an integer or None\)"),
     ("sentence from_pretrained: seq_length 0", lambda w: SentenceEncoder.from_pretrained(
         w["bi_dir"], seq_length=0), r"seq_length must be >= 2.*got 0"),
-    ("sentence from_pretrained: config max_seq_length a string", lambda w: sentence_config(
-        w, "se_abc", max_seq_length="abc"), r"config\.json: sentence\.max_seq_length is 'abc'"),
+    ("sentence from_pretrained: config seq_length a string", lambda w: sentence_config(
+        w, "se_abc", seq_length="abc"),
+     r"config\.json:sentence: seq_length: expected an integer, got 'abc'"),
     ("sentence from_pretrained: config normalize a string", lambda w: sentence_config(
-        w, "se_norm", normalize="yes"), r"config\.json: sentence\.normalize is 'yes'"),
+        w, "se_norm", normalize="yes"),
+     r"config\.json:sentence: normalize: expected true or false, got 'yes'"),
     ("sentence from_pretrained: config pooling unknown", lambda w: sentence_config(
-        w, "se_pool", pooling="max2"), r"config\.json: sentence\.pooling is 'max2'"),
+        w, "se_pool", pooling="max2"), r"config\.json:sentence: pooling: must be one of"),
     ("sentence from_pretrained: config dense_units fractional", lambda w: sentence_config(
-        w, "se_dense", dense_units=2.5), r"config\.json: sentence\.dense_units is 2\.5"),
+        w, "se_dense", dense_units=2.5),
+     r"config\.json:sentence: dense_units: expected an integer, got 2\.5"),
+    ("sentence from_pretrained: config dense_activation unknown", lambda w: sentence_config(
+        w, "se_act", dense_activation="relu"),
+     r"config\.json:sentence: dense_activation: must be one of \['tanh', 'linear'\]"),
     # --- encode(..., long_text="windows", truncate_dim=...) ---
     ("encode: texts None", lambda w: w["bi"].encode(None), r"list of strings, got NoneType"),
     ("encode: truncate_dim 0", lambda w: w["bi"].encode(["a b"], truncate_dim=0),

@@ -33,7 +33,7 @@ def sentence_transformers_metadata(src_dir):
     if not isinstance(modules, list):
         raise ValueError(f"{modules_path}: expected a JSON list of modules.")
     sentence = {"pooling": None, "normalize": False, "dense_units": None,
-                "dense_activation": "tanh", "max_seq_length": None}
+                "dense_activation": "tanh", "seq_length": None}
     dense_weights = {}
     for module in sorted(modules, key=lambda m: m.get("idx", 0)):
         kind = str(module.get("type", "")).rsplit(".", 1)[-1]
@@ -42,7 +42,7 @@ def sentence_transformers_metadata(src_dir):
             config_path = os.path.join(path, "sentence_bert_config.json")
             if os.path.isfile(config_path):
                 length = common.read_json(config_path).get("max_seq_length")
-                sentence["max_seq_length"] = int(length) if length else None
+                sentence["seq_length"] = int(length) if length else None
         elif kind == "Pooling":
             config_path = common.require_file(os.path.join(path, "config.json"),
                                               "sentence-transformers pooling config")

@@ -2,9 +2,8 @@
 
 import keras
 
-from tfbert.models.encoder_model import EncoderModel, masked_mean
-
-POOLING = ("cls", "mean")
+from tfbert.layers.pooling import check_pooling, pool_tokens
+from tfbert.models.encoder_model import EncoderModel
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
@@ -22,10 +21,10 @@ class BertClassifier(EncoderModel):
         dropout: dropout rate before the dense layer (BERT uses 0.1).
         initializer_range: stddev of the head's truncated-normal init
             (default: the encoder's).
-        pooling: "cls" (BERT's pooler: dense + tanh on [CLS], as transformers'
-            `BertForSequenceClassification`) or "mean" (the mean of the last
-            layer's real tokens: for an encoder whose pooler was never trained,
-            such as a sentence-transformers checkpoint).
+        pooling: one of `tfbert.layers.pooling.POOLING`: "cls" (BERT's pooler:
+            dense + tanh on [CLS], as transformers' `BertForSequenceClassification`),
+            "mean" or "max" over the last layer's real tokens (for an encoder whose
+            pooler was never trained, such as a sentence-transformers checkpoint).
 
     Example:
     >>> encoder = BertEncoder(BertConfig.from_preset("tiny", vocab_size=100))
@@ -41,8 +40,7 @@ class BertClassifier(EncoderModel):
         self.check_encoder(encoder, "BertClassifier")
         if int(num_classes) < 1:
             raise ValueError(f"num_classes must be >= 1, got {num_classes}.")
-        if pooling not in POOLING:
-            raise ValueError(f"pooling must be one of {list(POOLING)}, got {pooling!r}.")
+        check_pooling(pooling)
         if initializer_range is None:
             initializer_range = encoder.config.initializer_range
 
@@ -50,17 +48,17 @@ class BertClassifier(EncoderModel):
         head_dropout = keras.layers.Dropout(dropout, name="classifier_dropout")
         logits_layer = self.dense_head(num_classes, initializer_range, "logits")
 
-        if pooling == "mean":
+        if pooling != "cls":
             # The pooler gets no gradient: freezing it keeps the optimizer from warning.
             encoder.pooler.trainable = False
 
         # === Functional model ===
         inputs = self.encoder_inputs()
         outputs = encoder(inputs)
-        if pooling == "mean":
-            pooled = masked_mean(outputs["sequence_output"], inputs["input_mask"])
+        if pooling == "cls":
+            pooled = outputs["pooled_output"]  # [CLS] through BERT's pooler
         else:
-            pooled = outputs["pooled_output"]
+            pooled = pool_tokens(outputs["sequence_output"], inputs["input_mask"], pooling)
         logits = logits_layer(head_dropout(pooled))
         kwargs.setdefault("name", "bert_classifier")
         super().__init__(inputs=inputs, outputs=logits, **kwargs)

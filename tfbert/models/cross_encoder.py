@@ -33,8 +33,7 @@ import tensorflow as tf
 from tfbert import checkpoint
 from tfbert.config_loader import check_int
 from tfbert.encoder import BertEncoder
-from tfbert.models.classifier import POOLING, BertClassifier
-from tfbert.models.sentence_encoder import section_seq_length
+from tfbert.models.classifier import BertClassifier
 from tfbert.text.packer import trim_to_bucket, trim_to_longest
 from tfbert.text.preprocessor import BertPreprocessor
 
@@ -150,18 +149,12 @@ class CrossEncoder:
                              "a cross-encoder scores with one (num_labels=1).")
         encoder = BertEncoder(ckpt.config)
         encoder.set_named_weights(ckpt.encoder_weights(), source=ckpt.weights_path)
-        settings = ckpt.cross_encoder or {}
-        config_path = os.path.join(path, checkpoint.CONFIG_FILE)
+        settings = ckpt.cross_encoder or checkpoint.CrossEncoderSettings()
         if seq_length is None:
-            seq_length = (section_seq_length(settings, config_path, "cross_encoder")
-                          or DEFAULT_SEQ_LENGTH)
+            seq_length = settings.seq_length or DEFAULT_SEQ_LENGTH
         seq_length = min(seq_length, ckpt.config.max_position_embeddings)
         preprocessor = BertPreprocessor.from_pretrained(path, seq_length=seq_length)
-        pooling = settings.get("pooling", "cls")
-        if pooling not in POOLING:
-            raise ValueError(f"{config_path}: cross_encoder.pooling is {pooling!r}; it must be "
-                             f"one of {list(POOLING)}.")
-        model = BertClassifier(encoder, num_classes=1, pooling=pooling)
+        model = BertClassifier(encoder, num_classes=1, pooling=settings.pooling)
         checkpoint.assign_weights({"kernel": model.get_layer("logits").kernel,
                                    "bias": model.get_layer("logits").bias},
                                   head, ckpt.weights_path, "cross-encoder head")
@@ -238,5 +231,5 @@ def save_cross_encoder(model, preprocessor, out_dir, source="tfbert.CrossEncoder
         out_dir, model.encoder.config, model.encoder.get_named_weights(),
         preprocessor.vocab.tokens, preprocessor.lower_case,
         head_weights={"classifier": {"kernel": head.kernel.numpy(), "bias": head.bias.numpy()}},
-        source=source, cross_encoder={"max_seq_length": preprocessor.seq_length,
-                                      "pooling": model.pooling})
+        source=source, cross_encoder=checkpoint.CrossEncoderSettings(
+            seq_length=preprocessor.seq_length, pooling=model.pooling))

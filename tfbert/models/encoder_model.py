@@ -17,17 +17,8 @@ Example:
 import keras
 import numpy as np
 import tensorflow as tf
-from keras import ops
 
 from tfbert.encoder import INPUT_NAMES, BertEncoder
-
-
-def masked_mean(tokens, input_mask):
-    """Mean of `tokens` `[batch, seq, hidden]` over the real tokens (`input_mask` 1;
-    [CLS]/[SEP] included), as sentence-transformers' mean pooling."""
-    mask = ops.expand_dims(ops.cast(input_mask, tokens.dtype), -1)
-    count = ops.maximum(ops.sum(mask, axis=1), 1e-9)  # as sentence-transformers clamps
-    return ops.sum(tokens * mask, axis=1) / count
 
 
 def holds_text(x):

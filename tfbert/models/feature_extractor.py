@@ -3,10 +3,10 @@
 import keras
 from keras import ops
 
-from tfbert.models.encoder_model import EncoderModel, masked_mean
+from tfbert.layers.pooling import check_pooling, pool_tokens
+from tfbert.models.encoder_model import EncoderModel
 
 COMBINE = ("concat", "sum", "mean")
-POOLING = ("mean", "cls")
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
@@ -16,7 +16,8 @@ class BertFeatureExtractor(EncoderModel):
     Takes the outputs of `layers` (indices into the encoder's layers;
     negative counts from the top, so `(-4, -3, -2, -1)` is the last four),
     combines them per token (`concat`, `sum` or `mean`), and pools them per
-    sentence (`mean` over real tokens, or the `cls` token).
+    sentence (`tfbert.layers.pooling`: `mean` or `max` over real tokens, or the
+    `cls` token).
 
     Outputs a dict: `token_features` `[batch, seq, D]` (D = hidden size, times
     the number of layers for `concat`) and `sentence_features` `[batch, D]`,
@@ -45,8 +46,7 @@ class BertFeatureExtractor(EncoderModel):
                              f"{num_layers} layers (use 0..{num_layers - 1} or negative).")
         if combine not in COMBINE:
             raise ValueError(f"combine must be one of {list(COMBINE)}, got {combine!r}.")
-        if pooling not in POOLING:
-            raise ValueError(f"pooling must be one of {list(POOLING)}, got {pooling!r}.")
+        check_pooling(pooling)
 
         # === Functional model ===
         inputs = self.encoder_inputs()
@@ -57,11 +57,7 @@ class BertFeatureExtractor(EncoderModel):
         else:
             stacked = ops.stack(chosen, axis=0)
             tokens = ops.sum(stacked, axis=0) if combine == "sum" else ops.mean(stacked, axis=0)
-        if pooling == "cls":
-            sentence = tokens[:, 0, :]
-        else:
-            # Mean over real tokens only ([CLS] and [SEP] included, padding not).
-            sentence = masked_mean(tokens, inputs["input_mask"])
+        sentence = pool_tokens(tokens, inputs["input_mask"], pooling)
         outputs = {"token_features": tokens, "sentence_features": sentence}
         kwargs.setdefault("name", "bert_feature_extractor")
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)

@@ -9,16 +9,15 @@ import tensorflow as tf
 from keras import ops
 
 from tfbert import checkpoint
+from tfbert.checkpoint import DENSE_ACTIVATIONS, SentenceSettings
 from tfbert.config_loader import check_int
 from tfbert.encoder import INPUT_NAMES, BertEncoder
-from tfbert.models.encoder_model import masked_mean
+from tfbert.layers.pooling import check_pooling, pool_tokens
 from tfbert.text.packer import trim_to_longest
 from tfbert.text.preprocessor import BertPreprocessor
 from tfbert.text.windows import (WINDOW_MODES, count_windows, pack_windows, pool_windows,
                                  window_batches)
 
-POOLING = ("mean", "cls", "max")
-DENSE_ACTIVATIONS = ("tanh", "linear")
 # Inputs above this count get a progress bar in `encode` (keras Progbar).
 PROGRESS_MIN = 10000
 
@@ -60,8 +59,7 @@ class SentenceEncoder(keras.Model):
         # === Checks ===
         if not isinstance(encoder, BertEncoder):
             raise TypeError(f"SentenceEncoder needs a BertEncoder, got {type(encoder).__name__}.")
-        if pooling not in POOLING:
-            raise ValueError(f"pooling must be one of {list(POOLING)}, got {pooling!r}.")
+        check_pooling(pooling)
         if dense_activation not in DENSE_ACTIVATIONS:
             raise ValueError(f"dense_activation must be one of {list(DENSE_ACTIVATIONS)}, "
                              f"got {dense_activation!r}.")
@@ -82,14 +80,7 @@ class SentenceEncoder(keras.Model):
         # === Functional model ===
         inputs = {n: keras.Input(shape=(None,), dtype="int32", name=n) for n in INPUT_NAMES}
         tokens = encoder(inputs)["sequence_output"]
-        mask = ops.expand_dims(ops.cast(inputs["input_mask"], tokens.dtype), -1)
-        if pooling == "cls":
-            pooled = tokens[:, 0, :]
-        elif pooling == "max":
-            # Padding must never win the max (sentence-transformers sets it to -1e9).
-            pooled = ops.max(tokens + (mask - 1.0) * 1e9, axis=1)
-        else:
-            pooled = masked_mean(tokens, inputs["input_mask"])
+        pooled = pool_tokens(tokens, inputs["input_mask"], pooling)
         embedding = dense(pooled) if dense is not None else pooled
         if normalize:
             # x / max(|x|, 1e-12): torch.nn.functional.normalize, which ST's Normalize uses.
@@ -202,7 +193,7 @@ class SentenceEncoder(keras.Model):
     @classmethod
     def from_pretrained(cls, checkpoint_dir, seq_length=None, **kwargs):
         """From a tfbert checkpoint directory. Pooling, dense, normalization and
-        `max_seq_length` come from its `sentence` section (written by the
+        `seq_length` come from its `sentence` section (written by the
         converter from sentence-transformers metadata, or by `save_pretrained`);
         without one: mean pooling, normalized, `seq_length` 128. Keyword
         arguments override the checkpoint's settings."""
@@ -211,18 +202,16 @@ class SentenceEncoder(keras.Model):
                             f"{type(checkpoint_dir).__name__}.")
         seq_length = check_int(seq_length, "seq_length", 2, allow_none=True)
         ckpt = checkpoint.read_checkpoint(checkpoint_dir)
-        sentence = dict(ckpt.sentence or {})
-        config_path = os.path.join(os.fspath(checkpoint_dir), checkpoint.CONFIG_FILE)
-        _check_sentence_section(sentence, config_path)
+        sentence = ckpt.sentence or SentenceSettings()
         encoder = BertEncoder(ckpt.config)
         encoder.set_named_weights(ckpt.encoder_weights(), source=ckpt.weights_path)
         if seq_length is None:
-            seq_length = section_seq_length(sentence, config_path, "sentence") or 128
+            seq_length = sentence.seq_length or 128
         seq_length = min(seq_length, ckpt.config.max_position_embeddings)
         preprocessor = BertPreprocessor.from_pretrained(checkpoint_dir, seq_length=seq_length)
-        settings = {k: sentence[k] for k in ("pooling", "dense_units", "dense_activation",
-                                             "normalize") if k in sentence}
-        settings.update(kwargs)
+        settings = {"pooling": sentence.pooling, "dense_units": sentence.dense_units,
+                    "dense_activation": sentence.dense_activation,
+                    "normalize": sentence.normalize, **kwargs}
         model = cls(encoder, preprocessor=preprocessor, **settings)
         dense_weights = ckpt.prefixed_weights("sentence_dense")
         if model.dense is not None or dense_weights:
@@ -235,9 +224,10 @@ class SentenceEncoder(keras.Model):
 
     def sentence_config(self):
         """The checkpoint's `sentence` section for this model."""
-        return {"pooling": self.pooling, "dense_units": self.dense_units,
-                "dense_activation": self.dense_activation, "normalize": self.normalize,
-                "max_seq_length": self.preprocessor.seq_length if self.preprocessor else None}
+        return SentenceSettings(
+            pooling=self.pooling, dense_units=self.dense_units,
+            dense_activation=self.dense_activation, normalize=self.normalize,
+            seq_length=self.preprocessor.seq_length if self.preprocessor else None)
 
     def save_pretrained(self, out_dir, source="tfbert.SentenceEncoder"):
         """Writes a tfbert checkpoint directory that `from_pretrained` reloads."""
@@ -273,36 +263,6 @@ class SentenceEncoder(keras.Model):
         if config.get("preprocessor") is not None:
             config["preprocessor"] = keras.layers.deserialize(config["preprocessor"])
         return cls(**config)
-
-
-def section_seq_length(settings, config_path, section):
-    """The sequence length a checkpoint's `sentence` / `cross_encoder` section gives
-    (`seq_length`, or `max_seq_length` as save_pretrained writes it), checked and
-    named with its file; None when it gives none."""
-    key = "seq_length" if "seq_length" in settings else "max_seq_length"
-    value = settings.get(key)
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 2):
-        raise ValueError(f"{config_path}: {section}.{key} is {value!r:.40}; it must be an "
-                         "integer >= 2 (wordpieces per input).")
-    return value
-
-
-def _check_sentence_section(sentence, config_path):
-    """The `sentence` section's settings, each named with its file when wrong."""
-    wrong = None
-    if sentence.get("pooling", "mean") not in POOLING:
-        wrong = ("pooling", f"one of {list(POOLING)}")
-    elif sentence.get("dense_activation", "tanh") not in DENSE_ACTIVATIONS:
-        wrong = ("dense_activation", f"one of {list(DENSE_ACTIVATIONS)}")
-    elif not isinstance(sentence.get("normalize", True), bool):
-        wrong = ("normalize", "true or false")
-    elif sentence.get("dense_units") is not None and (
-            isinstance(sentence["dense_units"], bool) or not isinstance(sentence["dense_units"], int)
-            or sentence["dense_units"] < 1):
-        wrong = ("dense_units", "an integer >= 1 or null")
-    if wrong:
-        raise ValueError(f"{config_path}: sentence.{wrong[0]} is {sentence[wrong[0]]!r:.40}; it "
-                         f"must be {wrong[1]}.")
 
 
 def truncate_embeddings(embeddings, truncate_dim, model):

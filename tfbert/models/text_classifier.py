@@ -178,7 +178,7 @@ class TextClassifier(BertClassifier):
         ckpt = checkpoint.read_checkpoint(checkpoint_dir)
         encoder = BertEncoder(ckpt.config)
         encoder.set_named_weights(ckpt.encoder_weights(), source=ckpt.weights_path)
-        settings = ckpt.text_classifier or {}
+        settings = ckpt.text_classifier
         head = ckpt.prefixed_weights("classifier") if settings else {}
         if head:
             outputs = head["kernel"].shape[-1]
@@ -188,8 +188,8 @@ class TextClassifier(BertClassifier):
                     f"but num_classes={num_classes}; drop num_classes to keep the head.")
             num_classes = outputs
             for key in ("multi_label", "label_list", "threshold", "pairs", "pooling"):
-                kwargs.setdefault(key, settings.get(key))
-            seq_length = settings.get("seq_length", seq_length)
+                kwargs.setdefault(key, getattr(settings, key))
+            seq_length = settings.seq_length or seq_length
         preprocessor = BertPreprocessor.from_pretrained(checkpoint_dir, seq_length=seq_length)
         kwargs = {k: v for k, v in kwargs.items() if v is not None}
         model = cls(encoder, preprocessor, num_classes=2 if num_classes is None else num_classes,
@@ -425,9 +425,9 @@ class TextClassifier(BertClassifier):
     def settings(self):
         """What `save_pretrained` writes beside the weights (the checkpoint's
         `text_classifier` section)."""
-        return {"multi_label": self.multi_label, "label_list": self.label_list,
-                "threshold": self.threshold, "pairs": self.pairs, "pooling": self.pooling,
-                "seq_length": self.preprocessor.seq_length}
+        return checkpoint.TextClassifierSettings(
+            multi_label=self.multi_label, label_list=self.label_list, threshold=self.threshold,
+            pairs=self.pairs, pooling=self.pooling, seq_length=self.preprocessor.seq_length)
 
     def save_pretrained(self, out_dir, source="tfbert.TextClassifier"):
         """A tfbert checkpoint (encoder, `classifier/*` head, vocabulary and

@@ -48,7 +48,8 @@ from tfbert.data.rerank_rows import read_rerank_rows
 from tfbert.config_loader import at_least, in_range, one_of, validate
 from tfbert.losses.listwise import ListwiseLoss
 from tfbert.metrics import retrieval
-from tfbert.models.classifier import POOLING, BertClassifier
+from tfbert.layers.pooling import POOLING
+from tfbert.models.classifier import BertClassifier
 from tfbert.models.cross_encoder import (cross_encoder_outputs, export_cross_encoder,
                                          save_cross_encoder)
 from tfbert.tasks.text_task import TextTask

@@ -27,7 +27,8 @@ import tensorflow as tf
 from tfbert.config_loader import at_least, one_of, validate
 from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
-from tfbert.models.feature_extractor import COMBINE, POOLING, BertFeatureExtractor
+from tfbert.layers.pooling import POOLING
+from tfbert.models.feature_extractor import COMBINE, BertFeatureExtractor
 from tfbert.tasks.base import Task
 
 

@@ -24,7 +24,8 @@ import keras
 
 from tfbert.encoder import INPUT_NAMES
 from tfbert.config_loader import at_least, one_of, positive
-from tfbert.models.feature_extractor import COMBINE, POOLING, BertFeatureExtractor
+from tfbert.layers.pooling import POOLING
+from tfbert.models.feature_extractor import COMBINE, BertFeatureExtractor
 from tfbert.tasks.classification import ClassificationConfig, ClassificationTask
 from tfbert.train.evaluation import BEST_WEIGHTS, VALIDATION, DevEvaluation, KeepBest
 from tfbert.train.optimizer import create_optimizer

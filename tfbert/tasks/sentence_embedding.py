@@ -44,7 +44,8 @@ from tfbert.export.task_model import export_task_model
 from tfbert.losses import (CosineSimilarityLoss, MatryoshkaLoss, MultipleNegativesRankingLoss,
                            SoftmaxLoss, TripletLoss)
 from tfbert.metrics import retrieval
-from tfbert.models.sentence_encoder import POOLING, SentenceEncoder, truncate_embeddings
+from tfbert.layers.pooling import POOLING
+from tfbert.models.sentence_encoder import SentenceEncoder, truncate_embeddings
 from tfbert.tasks.base import Task
 from tfbert.text.packer import trim_to_bucket, trim_to_longest
 from tfbert.text.windows import WINDOW_MODES

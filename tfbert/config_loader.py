@@ -152,7 +152,9 @@ def renamed(**old_to_new):
     name is still accepted (keyword, YAML key, `--set`) with a FutureWarning.
     `old=(new, convert)` when the old setting's values differ from the new
     one's: `convert(old value)` is the new value (e.g. a flag that became one
-    of several choices).
+    of several choices). A new name may be dotted, `old="section.new"`,
+    when a flat setting moved into a nested section (the value goes to key
+    `new` of the mapping, or dataclass, at `section`).
 
     >>> @renamed(warmup="warmup_steps")
     ... @dataclasses.dataclass
@@ -184,29 +186,64 @@ def renamed(**old_to_new):
     return decorate
 
 
-def new_names(cls, values, where, name):
+def new_names(cls, values, where, name, warn=True):
     """`values` with `cls`'s renamed keys under their new names, each old one
     announced; `where(key)`: where a key was written and its name there,
-    `name(key)`: the name to write instead."""
+    `name(key)`: the name to write instead. A dotted new name
+    (`section.key`) puts the value into that section (a mapping, made when
+    absent, or a dataclass, replaced). `warn=False`: no announcement (a
+    config tfbert stored itself under the old names)."""
     renames = getattr(cls, "renamed_keys", {})
     if not any(key in renames for key in values):
         return values
-    out = {}
+    out, moved, taken = {}, [], {}  # moved: (section, key, value) of dotted names
     for key, value in values.items():
         new = renames.get(key)
         if new is None:
             out[key] = value
             continue
-        if new in values:
+        section, _, inner = new.rpartition(".")
+        if new in taken:  # two old names of one setting
+            raise ValueError(f"{where(taken[new])} and {where(key)} are one setting, "
+                             f"{name(new)}; set {name(new)} only.")
+        if new in values or (section and _sets(values.get(section), inner)):
             raise ValueError(f"{where(key)} and {name(new)} are one setting ({key} is its old "
                              f"name); set {name(new)} only.")
+        taken[new] = key
         convert = getattr(cls, "renamed_values", {}).get(key)
-        out[new] = convert(value) if convert else value
-        meaning = f" ({key}={value!r} is {new}={out[new]!r})" if convert else ""
-        # FutureWarning, not DeprecationWarning: users of the scripts see it.
-        warnings.warn(f"{where(key)} is deprecated: use {name(new)}{meaning}.", FutureWarning,
-                      stacklevel=_outside_tfbert())
+        now = convert(value) if convert else value
+        if section:
+            moved.append((section, inner, now))
+        else:
+            out[new] = now
+        meaning = f" ({key}={value!r} is {new}={now!r})" if convert else ""
+        if warn:
+            # FutureWarning, not DeprecationWarning: users of the scripts see it.
+            warnings.warn(f"{where(key)} is deprecated: use {name(new)}{meaning}.",
+                          FutureWarning, stacklevel=_outside_tfbert())
+    for section, inner, value in moved:
+        held = out.get(section)
+        if dataclasses.is_dataclass(held) and not isinstance(held, type):
+            out[section] = dataclasses.replace(held, **{inner: value})
+        elif held is None or isinstance(held, dict):
+            out[section] = {**(held or {}), inner: value}
+        else:
+            raise ValueError(f"{name(section)} must be a mapping, got {held!r}.")
     return out
+
+
+def _sets(section, key):
+    """Whether `section` (a mapping, or a dataclass: other than the default) sets `key`."""
+    if isinstance(section, dict):
+        return key in section
+    if dataclasses.is_dataclass(section) and not isinstance(section, type):
+        field = {f.name: f for f in dataclasses.fields(section)}.get(key)
+        if field is None:
+            return False
+        default = (field.default_factory() if field.default_factory is not dataclasses.MISSING
+                   else field.default)
+        return getattr(section, key) != default
+    return False
 
 
 def _outside_tfbert():
@@ -246,12 +283,13 @@ def validate(obj):
         object.__setattr__(obj, field.name, value)
 
 
-def from_dict(cls, values, source="config", overridden=(), prefix=""):
+def from_dict(cls, values, source="config", overridden=(), prefix="", warn=True):
     """Builds dataclass `cls` from a mapping; nested dataclass fields recurse.
     Each value is checked against its annotation and declared range.
 
     `overridden`: dotted keys that came from `--set` (errors name the flag
-    instead of the file); `prefix`: this mapping's key.
+    instead of the file); `prefix`: this mapping's key; `warn=False`: old
+    names are taken without a FutureWarning (a config tfbert stored itself).
     """
     if values is None:
         values = {}
@@ -262,7 +300,7 @@ def from_dict(cls, values, source="config", overridden=(), prefix=""):
         key = f"{prefix}{name}"
         return f"--set {key}" if key in overridden else f"{source}: {name}"
 
-    values = new_names(cls, values, written_at, lambda name: f"{prefix}{name}")
+    values = new_names(cls, values, written_at, lambda name: f"{prefix}{name}", warn=warn)
     overridden = set(overridden) | {f"{prefix}{new}" for old, new in
                                     getattr(cls, "renamed_keys", {}).items()
                                     if f"{prefix}{old}" in overridden}
@@ -278,7 +316,7 @@ def from_dict(cls, values, source="config", overridden=(), prefix=""):
         key = f"{prefix}{name}"
         if dataclasses.is_dataclass(hint) and isinstance(value, dict):
             value = from_dict(hint, value, source=f"{source}:{name}", overridden=overridden,
-                              prefix=f"{key}.")
+                              prefix=f"{key}.", warn=warn)
         elif hint is not None and not dataclasses.is_dataclass(hint):
             try:
                 value = check_value(value, hint, fields[name])
@@ -329,14 +367,16 @@ def define_flags(cls, names=None):
                                f"{cls.__name__}.{field.name} (default {field.default!r}).")
 
 
-def load_flags(cls, flag_values, names=None):
+def load_flags(cls, flag_values, names=None, keys=None):
     """`(config, overrides)`: `cls` from the `--config` YAML, then `--set`,
-    then the flags `names` (default: one per field) given on the command line."""
+    then the flags `names` (default: one per field) given on the command line.
+    `keys`: `{flag: dotted key}` for flags that set a field of a section
+    (`batch_size` -> `train.batch_size`); any other flag sets the field it names."""
     overrides = parse_overrides(flag_values.set)
     for name in names or [f.name for f in dataclasses.fields(cls)]:
         value = getattr(flag_values, name)
         if value is not None:
-            overrides[name] = value
+            overrides[(keys or {}).get(name, name)] = value
     return load(cls, flag_values.config, overrides), overrides
 
 

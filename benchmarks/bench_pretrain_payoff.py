@@ -216,9 +216,9 @@ def run(steps=(2500, 5000, 10000, 15000), seeds=(1, 2), plot_path=None, work=Non
     run_tool("pretrain.py", f"--config={ROOT}/configs/pretrain_tiny.yaml",
          f"--train_files={data}/*.tfrecord", f"--vocab_file={work}/vocab.txt",
          f"--model_dir={work}/pretrain", f"--num_train_steps={steps[-1]}",
-         f"--steps_per_epoch={every}", "--set", f"keep_checkpoints={len(steps) + 1000}",
-         "--set", "verbose=2", "--set", "max_predictions_per_seq=10",
-         "--set", f"num_warmup_steps={warmup}")
+         f"--steps_per_epoch={every}", "--set", f"pretrain.keep_checkpoints={len(steps) + 1000}",
+         "--set", "train.verbose=2", "--set", "pretrain.max_predictions_per_seq=10",
+         "--set", f"pretrain.warmup_steps={warmup}")
     timings["pretrain"] = time.perf_counter() - t
     for step in steps[:-1]:
         run_tool("pretrain.py", f"--model_dir={work}/pretrain", f"--export_step={step}")
@@ -315,7 +315,7 @@ def shards(work, name, vocab_file, seq_length, *flags):
     if not os.path.isdir(data):
         run_tool("create_pretraining_data.py", f"--input_files={work}/corpus.txt",
              f"--vocab_file={vocab_file}", f"--output_dir={data}",
-             f"--max_seq_length={seq_length}", "--num_shards=4", "--eval_fraction=0.01", *flags)
+             f"--seq_length={seq_length}", "--num_shards=4", "--eval_fraction=0.01", *flags)
     return data
 
 
@@ -335,7 +335,8 @@ def pretrain_run(work, name, config, sets=(), minutes=None, steps=None, seq_leng
             data, _ = pretraining_data(work, seq_length)
             source = [f"--vocab_file={work}/vocab.txt"]
         flags = [f"--config={config}", f"--train_files={data}/*.tfrecord", *source,
-                 f"--model_dir={model_dir}", "--set", "verbose=2", "--set", "tensorboard=false"]
+                 f"--model_dir={model_dir}", "--set", "train.verbose=2",
+                 "--set", "train.tensorboard=false"]
         flags += [f"--budget_minutes={minutes}"] if minutes else []
         flags += [f"--num_train_steps={steps}"] if steps else []
         for item in sets:
@@ -346,12 +347,13 @@ def pretrain_run(work, name, config, sets=(), minutes=None, steps=None, seq_leng
 
 
 def without_step_count(work, config):
-    """`configs/<config>` less `num_train_steps`, written to `<work>`: a budget
-    run ends on time, and the config check refuses both."""
+    """`configs/<config>` less `pretrain.num_train_steps`, written to `<work>`: a
+    budget run ends on time, and the config check refuses both."""
     import yaml
 
     with open(os.path.join(ROOT, "configs", config), encoding="utf-8") as f:
-        values = {k: v for k, v in yaml.safe_load(f).items() if k != "num_train_steps"}
+        values = yaml.safe_load(f)
+    values.get("pretrain", {}).pop("num_train_steps", None)
     path = os.path.join(work, f"budget_{config}")
     write_text(path, yaml.safe_dump(values))
     return path
@@ -359,15 +361,15 @@ def without_step_count(work, config):
 
 # The recipe search (`--search`): each candidate is `--set` items over
 # configs/pretrain_tiny.yaml (less its step count), trained for the same budget.
-PRE_LN = ("encoder_overrides.norm_first=true", "next_sentence_task=none")
+PRE_LN = ("encoder.norm_first=true", "pretrain.next_sentence_task=none")
 SEARCH = {
     "tiny recipe (post-LN, NSP)": (),
     "tiny, pre-LN, MLM only": PRE_LN,
-    "tiny, pre-LN, MLM only, batch 128, lr 4e-3": PRE_LN + ("batch_size=128",
-                                                         "learning_rate=4e-3"),
-    "mini, pre-LN, MLM only, lr 1e-3": PRE_LN + ("preset=mini", "learning_rate=1e-3"),
-    "tiny, pre-LN, MLM only, lr 4e-3": PRE_LN + ("learning_rate=4e-3",),
-    "tiny, pre-LN, MLM only, sequence 128": PRE_LN + ("max_predictions_per_seq=20",),
+    "tiny, pre-LN, MLM only, batch 128, lr 4e-3": PRE_LN + ("train.batch_size=128",
+                                                         "train.learning_rate=4e-3"),
+    "mini, pre-LN, MLM only, lr 1e-3": PRE_LN + ("preset=mini", "train.learning_rate=1e-3"),
+    "tiny, pre-LN, MLM only, lr 4e-3": PRE_LN + ("train.learning_rate=4e-3",),
+    "tiny, pre-LN, MLM only, sequence 128": PRE_LN + ("pretrain.max_predictions_per_seq=20",),
 }
 
 
@@ -384,11 +386,12 @@ def search(work, minutes=10, names=None, seed=0):
         i, sets = list(SEARCH).index(name), SEARCH[name]
         seq_length = 128 if "sequence 128" in name else 64
         summary = pretrain_run(work, f"search{i}-{minutes:g}", base_path,
-                               ("steps_per_epoch=200",) + sets, minutes=minutes,
+                               ("train.steps_per_epoch=200",) + sets, minutes=minutes,
                                seq_length=seq_length)
         with open(os.path.join(work, "runs", f"search{i}-{minutes:g}", "pretrain_config.json"),
                   encoding="utf-8") as f:
-            batch = json.load(f)["batch_size"]
+            stored = json.load(f)
+        batch = stored.get("train", stored)["batch_size"]  # runs stored flat: at the top
         cells = [f"{summary['step']}", f"{summary['step'] * batch / summary['seconds']:.0f}",
                  f"{summary['final_metrics'].get('val_mlm_accuracy', float('nan')):.3f}"
                  + (" (at 128)" if seq_length == 128 else "")]
@@ -480,7 +483,8 @@ def run_budgets(budgets=(15, 30, 60), seeds=(0, 1, 2), work=None, plot_path=None
                      minutes=2)
         probe = os.path.join(work, "runs", "tiny-probe")
         with open(os.path.join(probe, "pretrain_config.json"), encoding="utf-8") as f:
-            epoch = json.load(f)["steps_per_epoch"]
+            stored = json.load(f)
+        epoch = stored.get("train", stored)["steps_per_epoch"]  # runs stored flat: at the top
         with open(os.path.join(probe, "log.csv"), encoding="utf-8") as f:
             clock = [float(row["budget_seconds_spent"]) for row in csv.DictReader(f)]
         steps_per_second = epoch * (len(clock) - 1) / (clock[-1] - clock[0])

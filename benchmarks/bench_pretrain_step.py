@@ -40,14 +40,15 @@ DEFAULT_WORK = os.path.join(tempfile.gettempdir(), "tfbert_bench_pretrain_step")
 
 
 def _config(name, shards, vocab, model_dir, **overrides):
-    import yaml
+    """`configs/<name>` with the data, vocab and model_dir; `overrides` name
+    fields of its `train:` or `pretrain:` section."""
+    from tfbert import config_loader
+    from tfbert.runs.pretrain import TRAIN_FIELDS, PretrainConfig
 
-    from tfbert.runs.pretrain import PretrainConfig
-
-    with open(os.path.join(ROOT, "configs", name), encoding="utf-8") as f:
-        values = yaml.safe_load(f)
-    values.update(train_files=shards, vocab_file=vocab, model_dir=model_dir, **overrides)
-    return PretrainConfig(**values)
+    values = {"pretrain.train_files": shards, "vocab_file": vocab, "model_dir": model_dir}
+    values.update({(f"train.{k}" if k in TRAIN_FIELDS else f"pretrain.{k}"): v
+                   for k, v in overrides.items()})
+    return config_loader.load(PretrainConfig, os.path.join(ROOT, "configs", name), values)
 
 
 def _clocks():
@@ -60,12 +61,13 @@ def measure_pipeline(shards, vocab, batches=300):
     from tfbert.text.masking import MaskedLMMasker
 
     cfg = _config("pretrain_budget.yaml", shards, vocab, "unused")
-    masker = MaskedLMMasker.from_vocab(vocab, max_predictions=cfg.max_predictions_per_seq,
-                                       mask_rate=cfg.masked_lm_prob,
-                                       strategy=cfg.masking_strategy)
-    dataset = pretraining_dataset(shards, cfg.batch_size, masker=masker, seed=cfg.seed,
-                                  shuffle_buffer=cfg.shuffle_buffer,
-                                  next_sentence_task=cfg.next_sentence_task)
+    pre = cfg.pretrain
+    masker = MaskedLMMasker.from_vocab(vocab, max_predictions=pre.max_predictions_per_seq,
+                                       mask_rate=pre.masked_lm_prob,
+                                       strategy=pre.masking_strategy)
+    dataset = pretraining_dataset(shards, cfg.train.batch_size, masker=masker,
+                                  seed=cfg.train.seed, shuffle_buffer=pre.shuffle_buffer,
+                                  next_sentence_task=pre.next_sentence_task)
     batches_iter = iter(dataset)
     for _ in range(20):  # fill the shuffle buffer and the prefetch
         next(batches_iter)
@@ -89,16 +91,17 @@ def measure_step(shards, vocab, steps=100, steps_per_execution=1):
 
     cfg = _config("pretrain_budget.yaml", shards, vocab, "unused", budget_minutes=60,
                   steps_per_execution=steps_per_execution)
-    masker = MaskedLMMasker.from_vocab(vocab, max_predictions=cfg.max_predictions_per_seq)
-    batch = next(iter(pretraining_dataset(shards, cfg.batch_size, masker=masker,
-                                          next_sentence_task=cfg.next_sentence_task)))
+    train, pre = cfg.train, cfg.pretrain
+    masker = MaskedLMMasker.from_vocab(vocab, max_predictions=pre.max_predictions_per_seq)
+    batch = next(iter(pretraining_dataset(shards, train.batch_size, masker=masker,
+                                          next_sentence_task=pre.next_sentence_task)))
     model = pretrain.build_model(cfg, load_vocab(vocab))
     optimizer = create_optimizer(
-        cfg.learning_rate, cfg.num_train_steps, cfg.warmup_steps,
-        optimizer_type=cfg.optimizer_type, weight_decay=cfg.weight_decay,
-        clipnorm=cfg.clipnorm or None, beta_1=cfg.beta_1, beta_2=cfg.beta_2,
-        epsilon=cfg.adam_epsilon, budget_seconds=60.0 * cfg.budget_minutes)
-    model.compile(optimizer=optimizer, jit_compile=cfg.jit_compile,
+        train.learning_rate, pre.num_train_steps, pre.warmup_steps,
+        optimizer_type=train.optimizer_type, weight_decay=train.weight_decay,
+        clipnorm=train.clipnorm or None, beta_1=pre.beta_1, beta_2=pre.beta_2,
+        epsilon=train.adam_epsilon, budget_seconds=60.0 * pre.budget_minutes)
+    model.compile(optimizer=optimizer, jit_compile=train.jit_compile,
                   steps_per_execution=pretrain.updates_per_execution(cfg))
     times = []
 
@@ -127,7 +130,7 @@ def measure_fit(shards, vocab, model_dir, config, **overrides):
 
     cfg = _config(config, shards, vocab, model_dir, verbose=2, **overrides)
     marks = []  # (wall, cpu, steps done) after each executed batch
-    steps_per_epoch = cfg.steps_per_epoch
+    steps_per_epoch = cfg.train.steps_per_epoch
 
     class StepClock(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):

@@ -186,12 +186,13 @@ def test_pretrain_and_train_configs_take_their_old_names(tmp_path):
         warnings.simplefilter("always")
         cfg = config_loader.load(PretrainConfig, str(path))
         train = TrainConfig(warmup_fraction=0.2)
-    assert (cfg.dtype_policy, cfg.adam_epsilon, cfg.warmup_steps) == ("mixed_bfloat16", 1e-7, 7)
+    assert (cfg.train.dtype_policy, cfg.train.adam_epsilon, cfg.pretrain.warmup_steps) == (
+        "mixed_bfloat16", 1e-7, 7)
     assert train.warmup_ratio == 0.2
     assert sorted(str(w.message) for w in caught) == [
-        f"{path}: epsilon is deprecated: use adam_epsilon.",
-        f"{path}: mixed_precision is deprecated: use dtype_policy.",
-        f"{path}: num_warmup_steps is deprecated: use warmup_steps.",
+        f"{path}: epsilon is deprecated: use train.adam_epsilon.",
+        f"{path}: mixed_precision is deprecated: use train.dtype_policy.",
+        f"{path}: num_warmup_steps is deprecated: use pretrain.warmup_steps.",
         "TrainConfig.warmup_fraction is deprecated: use TrainConfig.warmup_ratio."]
     assert all(w.category is FutureWarning for w in caught)
 
@@ -203,50 +204,30 @@ def test_use_nsp_is_the_old_name_of_next_sentence_task(tmp_path, config_name):
 
     cls = {"PretrainConfig": PretrainConfig, "PretrainingDataConfig": PretrainingDataConfig}[
         config_name]
+    # PretrainConfig keeps it in its pretrain: section.
+    new = "pretrain.next_sentence_task" if cls is PretrainConfig else "next_sentence_task"
+    task_of = ((lambda cfg: cfg.pretrain.next_sentence_task) if cls is PretrainConfig
+               else (lambda cfg: cfg.next_sentence_task))
     with pytest.warns(FutureWarning, match=rf"^{config_name}\.use_nsp is deprecated: use "
-                                           rf"{config_name}\.next_sentence_task \(use_nsp=False "
-                                           r"is next_sentence_task='none'\)\.$"):
-        assert cls(use_nsp=False) == cls(next_sentence_task="none")
+                                           rf"{config_name}\.{new} \(use_nsp=False "
+                                           rf"is {new}='none'\)\.$"):
+        assert task_of(cls(use_nsp=False)) == "none"
     path = tmp_path / "pretrain.yaml"
     path.write_text("use_nsp: true\n")
     with pytest.warns(FutureWarning, match=r"pretrain\.yaml: use_nsp is deprecated: use "
-                                           r"next_sentence_task \(use_nsp=True is "
-                                           r"next_sentence_task='nsp'\)\.$"):
-        assert config_loader.load(cls, str(path)).next_sentence_task == "nsp"
+                                           rf"{new} \(use_nsp=True is "
+                                           rf"{new}='nsp'\)\.$"):
+        assert task_of(config_loader.load(cls, str(path))) == "nsp"
     overrides = config_loader.parse_overrides(["use_nsp=false"])
     with pytest.warns(FutureWarning, match=r"^--set use_nsp is deprecated"):
-        assert config_loader.load(cls, None, overrides).next_sentence_task == "none"
-    with pytest.raises(ValueError, match=rf"^{config_name}\.use_nsp and "
-                                         rf"{config_name}\.next_sentence_task are one setting"):
-        cls(use_nsp=False, next_sentence_task="none")
-    assert cls().next_sentence_task == "nsp"
-
-
-def test_a_pretraining_run_stored_under_old_names_resumes(tmp_path):
-    """Runs from before the renames stored `mixed_precision`, `epsilon`,
-    `num_warmup_steps` and `use_nsp` beside `next_sentence_task` ("": from use_nsp)."""
-    from tfbert.data.pretraining.instances import fold_use_nsp
-    from tfbert.runs.pretrain import PretrainConfig
-    from tfbert.train.run_config import claim_model_dir
-
-    renamed = config_loader.renamed_keys(PretrainConfig)
-    for use_nsp, task, same in ((True, "", "nsp"), (False, "", "none"), (True, "sop", "sop")):
-        old = dataclasses.asdict(PretrainConfig(next_sentence_task=same))
-        del old["next_sentence_task"], old["dtype_policy"]
-        old.update(use_nsp=use_nsp, next_sentence_task=task, mixed_precision="")
-        (tmp_path / "pretrain_config.json").write_text(json.dumps(old))
-        new = dataclasses.asdict(PretrainConfig(next_sentence_task=same))
-        claim_model_dir(str(tmp_path), new, name="pretrain_config.json", renamed=renamed,
-                        upgrade=fold_use_nsp)
-        other = "sop" if same != "sop" else "nsp"
-        with pytest.raises(ValueError, match=f"next_sentence_task: {same} -> {other}"):
-            claim_model_dir(str(tmp_path), dict(new, next_sentence_task=other),
-                            name="pretrain_config.json", renamed=renamed, upgrade=fold_use_nsp)
-        # export_step reads it back as a config.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)  # mixed_precision: the old name
-            cfg = config_loader.from_dict(PretrainConfig, fold_use_nsp(old))
-        assert cfg == PretrainConfig(next_sentence_task=same)
+        assert task_of(config_loader.load(cls, None, overrides)) == "none"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        with pytest.raises(ValueError, match=rf"^{config_name}\.use_nsp and "
+                                             rf"{config_name}\.next_sentence_task are one "
+                                             "setting"):
+            cls(use_nsp=False, next_sentence_task="none")
+    assert task_of(cls()) == "nsp"
 
 
 def test_a_run_stored_under_old_names_resumes(tmp_path):

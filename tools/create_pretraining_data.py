@@ -5,7 +5,7 @@ documents. Writes `pretrain-<i>-of-<n>.tfrecord` and `pretraining_data.json`.
 
     python tools/create_pretraining_data.py \
         --input_files='corpus/*.txt' --vocab_file=vocab.txt --output_dir=data/ \
-        --max_seq_length=128 --dupe_factor=5 --num_shards=4
+        --seq_length=128 --dupe_factor=5 --num_shards=4
 
 Flags override `--config` YAML values; `--set key=value` sets any field.
 Static masking (`--static_masking`) stores the masks; without it the trainer
@@ -44,9 +44,10 @@ from tfbert.data.pretraining.data_config import (
 flags.DEFINE_string("config", None, "YAML file with PretrainingDataConfig fields.")
 flags.DEFINE_multi_string("set", [], "Overrides, key=value (YAML values).")
 config_loader.define_flags(PretrainingDataConfig)
-_OLD_FLAGS = ("use_nsp",)  # accepted for one release, with a warning
+_OLD_FLAGS = ("use_nsp", "max_seq_length")  # accepted for one release, with a warning
 flags.DEFINE_boolean("use_nsp", None, "Deprecated: use --next_sentence_task (--nouse_nsp is "
                      "--next_sentence_task=none).")
+flags.DEFINE_integer("max_seq_length", None, "Deprecated: use --seq_length.")
 FLAGS = flags.FLAGS
 
 

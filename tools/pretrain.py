@@ -5,7 +5,13 @@
         --model_dir=runs/tiny --num_train_steps=10000
 
 Flags override the `--config` YAML; `--set key=value` sets any field of
-`PretrainConfig` (e.g. `--set encoder_overrides.num_layers=4`).
+`PretrainConfig` (e.g. `--set encoder.num_layers=4`, `--set train.batch_size=64`,
+`--set pretrain.warmup_steps=500`). The YAML has the layout of every run:
+the encoder and the runtime at the top, `train:` (a TrainConfig) and
+`pretrain:` (data, masking, length and schedule); the flags below set their
+fields (`--batch_size` is `train.batch_size`, `--train_files` is
+`pretrain.train_files`). The old flat keys still load, each with a warning
+naming its new key.
 
 Training runs in chunks of `steps_per_epoch` steps (Keras epochs). After each
 chunk, `<model_dir>/backup` holds the weights, optimizer state and epoch;
@@ -15,14 +21,14 @@ SIGTERM (a preemption notice) saves at the current step and exits 0; the
 rerun continues at that step.
 
 `--budget_minutes=N` trains for N minutes instead of `num_train_steps`:
-warmup over `warmup_steps`, then the learning rate decays to 0 over the
+warmup over `pretrain.warmup_steps`, then the learning rate decays to 0 over the
 time spent, and the run stops when the budget is spent. A resumed run keeps
 the clock (the backup saves it) and spends only what is left.
 
 At the end, `<model_dir>/pretrained/` is a tfbert checkpoint directory
 (encoder + `mlm/*` + `nsp/*` heads + vocab) for fine-tuning and export.
 
-After every epoch the held-out data (`eval_files`; by default the `eval/`
+After every epoch the held-out data (`pretrain.eval_files`; by default the `eval/`
 split that create_pretraining_data.py writes next to the shards) is
 evaluated: `val_mlm_accuracy`, `val_nsp_accuracy`, ... in `log.csv` and
 TensorBoard. A jump of the training loss well above its recent level prints
@@ -40,7 +46,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from absl import app, flags
 
 from tfbert import config_loader
-from tfbert.runs.pretrain import PretrainConfig, export_step, run, validate
+from tfbert.runs.pretrain import (PretrainConfig, PretrainSettings, PretrainTrainConfig,
+                                  export_step, run, validate)
 
 flags.DEFINE_string("config", None, "YAML experiment file with PretrainConfig fields.")
 flags.DEFINE_multi_string("set", [], "Overrides, key=value (values parse as YAML).")
@@ -49,27 +56,32 @@ flags.DEFINE_integer("export_step", None, "Only write a tfbert checkpoint direct
                      "weights saved at this step in <model_dir>/checkpoints, then exit.")
 flags.DEFINE_string("export_dir", None, "Where --export_step writes (default "
                     "<model_dir>/pretrained-step-<step>).")
-_DIRECT_FLAGS = (
-    "model_dir", "train_files", "vocab_file", "init_checkpoint", "num_train_steps",
-    "batch_size", "learning_rate", "dtype_policy", "distribution_strategy",
-    "jit_compile", "preset", "steps_per_epoch", "seed", "masking_strategy", "tpu",
-    "next_sentence_task", "eval_files",
-)
-config_loader.define_flags(PretrainConfig, _DIRECT_FLAGS)
+# Flags for the fields used most, each setting the field of its section.
+_TOP_FLAGS = ("model_dir", "vocab_file", "init_checkpoint", "distribution_strategy", "preset",
+              "tpu")
+_TRAIN_FLAGS = ("batch_size", "learning_rate", "dtype_policy", "jit_compile", "steps_per_epoch",
+                "seed")
+_PRETRAIN_FLAGS = ("train_files", "num_train_steps", "masking_strategy", "next_sentence_task",
+                   "eval_files")
+_FLAG_KEYS = {**{name: f"train.{name}" for name in _TRAIN_FLAGS},
+              **{name: f"pretrain.{name}" for name in _PRETRAIN_FLAGS + ("budget_minutes",)}}
+config_loader.define_flags(PretrainConfig, _TOP_FLAGS)
+config_loader.define_flags(PretrainTrainConfig, _TRAIN_FLAGS)
+config_loader.define_flags(PretrainSettings, _PRETRAIN_FLAGS)
 _OLD_FLAGS = ("mixed_precision", "use_nsp")  # accepted for one release, with a warning
 flags.DEFINE_string("mixed_precision", None, "Deprecated: use --dtype_policy.")
 flags.DEFINE_boolean("use_nsp", None, "Deprecated: use --next_sentence_task (--nouse_nsp is "
                      "--next_sentence_task=none).")
 # Optional (None: no budget), so defined here rather than from the field's type.
-flags.DEFINE_float("budget_minutes", None, "PretrainConfig.budget_minutes: train for this "
+flags.DEFINE_float("budget_minutes", None, "PretrainSettings.budget_minutes: train for this "
                    "many minutes (the learning rate decays over them) instead of "
                    "num_train_steps.")
 FLAGS = flags.FLAGS
 
 
 def config_from_flags():
-    names = _DIRECT_FLAGS + _OLD_FLAGS + ("budget_minutes",)
-    return config_loader.load_flags(PretrainConfig, FLAGS, names)[0]
+    names = _TOP_FLAGS + _TRAIN_FLAGS + _PRETRAIN_FLAGS + _OLD_FLAGS + ("budget_minutes",)
+    return config_loader.load_flags(PretrainConfig, FLAGS, names, keys=_FLAG_KEYS)[0]
 
 
 def main(argv):

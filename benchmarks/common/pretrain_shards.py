@@ -53,5 +53,5 @@ def budget_shards(work, seq_length=64, vocab_size=8000):
     if not os.path.isdir(data):
         run_tool("create_pretraining_data.py", f"--input_files={corpus}",
                  f"--vocab_file={vocab}", f"--output_dir={data}",
-                 f"--max_seq_length={seq_length}")
+                 f"--seq_length={seq_length}")
     return os.path.join(data, "*.tfrecord"), vocab

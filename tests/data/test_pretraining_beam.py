@@ -39,7 +39,7 @@ ROOT = pathlib.Path(__file__).parents[2]
 DATA = ROOT / "tests" / "data" / "pretraining"
 VOCAB = DATA / "vocab.txt"
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-SETTINGS = dict(max_seq_length=32, dupe_factor=2, num_shards=3, max_predictions_per_seq=6)
+SETTINGS = dict(seq_length=32, dupe_factor=2, num_shards=3, max_predictions_per_seq=6)
 # The runners the tests run here, as flags of the tool ({dask}: the scheduler's address).
 RUNNERS = {
     "DirectRunner": ["--runner=DirectRunner"],
@@ -80,7 +80,7 @@ def instance_stats(directory):
     return {
         "instances": len(labels),
         "random_next": float(np.mean(labels)),
-        "full": float(np.mean(lengths == SETTINGS["max_seq_length"])),
+        "full": float(np.mean(lengths == SETTINGS["seq_length"])),
         "mean_length": float(lengths.mean()),
         "short": float(np.mean(lengths < 16)),
         "masked": masked / (lengths.sum() - 3 * len(lengths)),
@@ -127,8 +127,8 @@ def test_beam_shards_feed_pretrain(beam_output, tmp_path):
     result = tool("pretrain.py", f"--config={ROOT / 'configs' / 'pretrain_tiny.yaml'}",
                   f"--train_files={beam_output / '*.tfrecord'}", f"--vocab_file={VOCAB}",
                   f"--model_dir={model_dir}", "--num_train_steps=40", "--steps_per_epoch=20",
-                  "--set", "dynamic_masking=false", "--set", "encoder_overrides.num_layers=1",
-                  "--set", "verbose=2", "--batch_size=16", "--nojit_compile")
+                  "--set", "pretrain.dynamic_masking=false", "--set", "encoder.num_layers=1",
+                  "--set", "train.verbose=2", "--batch_size=16", "--nojit_compile")
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads((model_dir / "summary.json").read_text())
     assert summary["step"] == 40 and summary["eval_files"].endswith("eval/*.tfrecord")
@@ -189,7 +189,7 @@ def test_without_random_draws_beam_writes_the_local_writers_examples(runner, req
     metadata. Only the order differs (Beam's bundles decide it)."""
     flags = [f"--input_files={DATA / 'corpus.txt'}", f"--vocab_file={VOCAB}",
              "--next_sentence_task=none", "--short_seq_prob=0", "--eval_fraction=0",
-             "--max_seq_length=48", "--dupe_factor=2", "--num_shards=3"]
+             "--seq_length=48", "--dupe_factor=2", "--num_shards=3"]
     beam_flags = [f"--runner={runner}"]
     if runner == "DaskRunner":
         beam_flags += [f"--dask_address={request.getfixturevalue('dask_address')}"]
@@ -347,7 +347,7 @@ def test_skipped_documents_are_counted_with_their_reason(tmp_path):
     corpus.write_text("\n\n".join(documents) + "\n", encoding="utf-8")
     result = tool("create_pretraining_data.py", "--runner=DirectRunner", f"--input_files={corpus}",
                   f"--vocab_file={VOCAB}", f"--output_dir={tmp_path / 'out'}",
-                  "--next_sentence_task=sop", "--max_seq_length=32")
+                  "--next_sentence_task=sop", "--seq_length=32")
     assert result.returncode == 0, result.stderr[-3000:]
     summary = summary_of(tmp_path / "out")
     assert summary["documents_read"] == 47

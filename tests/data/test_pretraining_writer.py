@@ -34,7 +34,7 @@ def small_corpus(tmp_path_factory):
 @pytest.fixture(scope="module")
 def written(small_corpus, tokenizer, tmp_path_factory):
     out = tmp_path_factory.mktemp("records")
-    meta = write_pretraining_data(small_corpus, str(out), tokenizer, max_seq_length=64,
+    meta = write_pretraining_data(small_corpus, str(out), tokenizer, seq_length=64,
                                   num_shards=2, buffer_documents=20, log=lambda *_: None)
     return out, meta
 
@@ -49,7 +49,7 @@ def synthetic_documents(num_docs=40, seed=0):
 
 def test_actual_next_pairs_are_continuations_and_random_pairs_are_not():
     docs = synthetic_documents()
-    builder = InstanceBuilder(max_seq_length=40, short_seq_prob=0.1, rng=random.Random(1))
+    builder = InstanceBuilder(seq_length=40, short_seq_prob=0.1, rng=random.Random(1))
     instances = [i for d in range(len(docs)) for i in builder.from_document(docs, d)]
     labels = [r for _, _, r in instances]
     assert 0.45 < np.mean(labels) < 0.55
@@ -81,7 +81,7 @@ def test_nsp_label_balance_and_lengths_on_real_text(written):
 
 def test_output_is_deterministic_for_a_seed(small_corpus, tokenizer, tmp_path):
     def digest(out, seed):
-        write_pretraining_data(small_corpus, str(out), tokenizer, max_seq_length=32,
+        write_pretraining_data(small_corpus, str(out), tokenizer, seq_length=32,
                                seed=seed, log=lambda *_: None)
         return (out / "pretrain-00000-of-00001.tfrecord").read_bytes()
 
@@ -98,24 +98,24 @@ from tfbert.data.pretraining.writer import write_pretraining_data
 from tfbert.text.tokenizer import BertTokenizer
 out = tempfile.mkdtemp(dir={str(tmp_path)!r})
 write_pretraining_data({small_corpus!r}, out, BertTokenizer(vocab_file={str(VOCAB)!r}),
-                       max_seq_length=32, log=lambda *_: None)
+                       seq_length=32, log=lambda *_: None)
 print(hashlib.sha256(open(out + "/pretrain-00000-of-00001.tfrecord", "rb").read()).hexdigest())
 """
     assert run_python(source) == run_python(source)
 
 
 def test_mlm_only_fills_segments_from_contiguous_text_and_splits_long_lines():
-    docs = [[list(range(1, 200))]]  # one line far longer than max_seq_length
-    builder = InstanceBuilder(max_seq_length=32, short_seq_prob=0.0, use_nsp=False)
+    docs = [[list(range(1, 200))]]  # one line far longer than seq_length
+    builder = InstanceBuilder(seq_length=32, short_seq_prob=0.0, use_nsp=False)
     instances = builder.from_document(docs, 0)
     assert [len(a) for a, _, _ in instances] == [30] * 6 + [19]
     assert sum((a for a, _, _ in instances), []) == list(range(1, 200))
     assert all(not b and not r for _, b, r in instances)
 
 
-def test_nsp_truncates_long_lines_to_max_seq_length():
+def test_nsp_truncates_long_lines_to_seq_length():
     docs = [[list(range(1, 300)), list(range(300, 310))], [list(range(1000, 1400))]]
-    builder = InstanceBuilder(max_seq_length=32, short_seq_prob=0.0, rng=random.Random(0))
+    builder = InstanceBuilder(seq_length=32, short_seq_prob=0.0, rng=random.Random(0))
     instances = builder.from_document(docs, 0) + builder.from_document(docs, 1)
     assert instances and all(len(a) + len(b) <= 29 for a, b, _ in instances)
 
@@ -124,7 +124,7 @@ def test_one_sentence_documents_give_random_pairs(tokenizer, tmp_path):
     corpus = tmp_path / "one.txt"
     corpus.write_text("\n\n".join(f"Document number {i} has one sentence only." for i in range(30)))
     meta = write_pretraining_data(str(corpus), str(tmp_path / "out"), tokenizer,
-                                  max_seq_length=32, log=lambda *_: None)
+                                  seq_length=32, log=lambda *_: None)
     assert meta["instances"] == 30 and meta["random_next"] == 30
 
 
@@ -166,7 +166,7 @@ def test_dynamic_dataset_shapes_and_resume_skip(written):
 
 def test_static_masks_are_stored_and_read(small_corpus, tokenizer, tmp_path):
     masker = MaskedLMMasker.from_vocab(str(VOCAB), max_predictions=12)
-    meta = write_pretraining_data(small_corpus, str(tmp_path), tokenizer, max_seq_length=64,
+    meta = write_pretraining_data(small_corpus, str(tmp_path), tokenizer, seq_length=64,
                                   masker=masker, log=lambda *_: None)
     assert meta["static_masking"] and meta["max_predictions"] == 12
     x, y = next(iter(pretraining_dataset(str(tmp_path / "*.tfrecord"), 16, seed=0)))
@@ -203,7 +203,7 @@ def test_memory_does_not_grow_with_the_corpus(tokenizer, tmp_path):
     def peak_bytes(num_docs):
         corpus = tmp_path / f"c{num_docs}.txt"
         corpus.write_text("\n\n".join(docs[i % len(docs)] for i in range(num_docs)), encoding="utf-8")
-        bounds = dict(max_seq_length=32, buffer_documents=40, random_next_pool=100,
+        bounds = dict(seq_length=32, buffer_documents=40, random_next_pool=100,
                       bucket_instances=500, log=lambda *_: None)
         write_pretraining_data(str(corpus), str(tmp_path / "warm"), tokenizer, **bounds)  # trace
         tracemalloc.start()
@@ -222,7 +222,7 @@ def test_memory_does_not_grow_with_the_corpus(tokenizer, tmp_path):
 
 
 def test_shards_are_mixed_whatever_the_corpus_order(two_sources, tokenizer, tmp_path):
-    meta = write_pretraining_data(two_sources.path, str(tmp_path), tokenizer, max_seq_length=32,
+    meta = write_pretraining_data(two_sources.path, str(tmp_path), tokenizer, seq_length=32,
                                   num_shards=3, dupe_factor=2, bucket_instances=1500, random_next_pool=200,
                                   log=lambda *_: None)
     examples = two_sources.training_stream(str(tmp_path / "*.tfrecord"))
@@ -235,7 +235,7 @@ def test_shards_are_mixed_whatever_the_corpus_order(two_sources, tokenizer, tmp_
 def test_sop_pairs_are_consecutive_segments_in_or_out_of_order():
     docs = synthetic_documents(num_docs=300)
     docs.append([[999000 + k for k in range(7)]])  # one sentence: split inside it
-    builder = InstanceBuilder(max_seq_length=40, short_seq_prob=0.1, rng=random.Random(2),
+    builder = InstanceBuilder(seq_length=40, short_seq_prob=0.1, rng=random.Random(2),
                               next_sentence_task="sop")
     instances = [i for d in range(len(docs)) for i in builder.from_document(docs, d)]
     labels = [r for _, _, r in instances]
@@ -254,7 +254,7 @@ def test_sop_pairs_are_consecutive_segments_in_or_out_of_order():
 
 
 def test_sop_data_and_the_task_check_of_the_reader(small_corpus, tokenizer, tmp_path):
-    meta = write_pretraining_data(small_corpus, str(tmp_path), tokenizer, max_seq_length=64,
+    meta = write_pretraining_data(small_corpus, str(tmp_path), tokenizer, seq_length=64,
                                   next_sentence_task="sop", log=lambda *_: None)
     assert meta["next_sentence_task"] == "sop" and meta["use_nsp"]
     assert abs(meta["random_next"] / meta["instances"] - 0.5) < 0.03
@@ -271,7 +271,7 @@ def test_sop_data_and_the_task_check_of_the_reader(small_corpus, tokenizer, tmp_
 
 
 def test_eval_split_holds_out_whole_documents(small_corpus, tokenizer, tmp_path):
-    meta = write_pretraining_data(small_corpus, str(tmp_path), tokenizer, max_seq_length=64,
+    meta = write_pretraining_data(small_corpus, str(tmp_path), tokenizer, seq_length=64,
                                   eval_fraction=0.2, log=lambda *_: None)
     held = json.loads((tmp_path / "eval" / pretraining.METADATA_FILE).read_text())
     assert held["split"] == "eval" and meta["eval_instances"] == held["instances"] > 10
@@ -285,7 +285,7 @@ def test_eval_split_holds_out_whole_documents(small_corpus, tokenizer, tmp_path)
     # Held-out documents give no training instance (segment A never shared).
     assert len(texts(tmp_path / "eval") & texts(tmp_path)) < 0.05 * held["instances"]
     # Rewritten without a split: the old one is gone, not evaluated as this run's.
-    write_pretraining_data(small_corpus, str(tmp_path), tokenizer, max_seq_length=64,
+    write_pretraining_data(small_corpus, str(tmp_path), tokenizer, seq_length=64,
                            eval_fraction=0.0, log=lambda *_: None)
     assert not list((tmp_path / "eval").iterdir())
 
@@ -313,7 +313,7 @@ def test_the_summary_accounts_for_every_document(tokenizer, tmp_path):
     documents += ["\u200b"] * 3 + ["The"] * 4  # "the": one token
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n\n".join(documents) + "\n", encoding="utf-8")
-    meta = write_pretraining_data(str(corpus), str(tmp_path / "out"), tokenizer, max_seq_length=32,
+    meta = write_pretraining_data(str(corpus), str(tmp_path / "out"), tokenizer, seq_length=32,
                                   next_sentence_task="sop", eval_fraction=0.1, log=lambda *_: None)
     summary = json.loads((tmp_path / "out" / pretraining.METADATA_FILE).read_text())["summary"]
     assert summary == meta["summary"] and summary["runner"] == "local writer"
@@ -324,3 +324,31 @@ def test_the_summary_accounts_for_every_document(tokenizer, tmp_path):
     assert sum(summary["documents"].values()) == 40 and summary["documents"]["eval"] > 0
     assert summary["instances"] == {"train": meta["instances"], "eval": meta["eval_instances"]}
     assert summary["num_shards"] == {"train": 1, "eval": 1}
+
+
+def test_records_written_before_the_seq_length_rename_still_read(written, tmp_path, tokenizer):
+    """Shards whose pretraining_data.json says `max_seq_length` (the old name)."""
+    import shutil
+
+    out, meta = written
+    assert meta["seq_length"] == 64 and "max_seq_length" not in meta
+    old = tmp_path / "old"
+    shutil.copytree(out, old)
+    stored = json.loads((old / "pretraining_data.json").read_text())
+    stored["max_seq_length"] = stored.pop("seq_length")
+    (old / "pretraining_data.json").write_text(json.dumps(stored))
+    masker = MaskedLMMasker.from_vocab(tokenizer.vocab, max_predictions=10)
+    new_x, _ = next(iter(pretraining_dataset(str(out / "*.tfrecord"), 4, masker=masker, seed=1)))
+    old_x, _ = next(iter(pretraining_dataset(str(old / "*.tfrecord"), 4, masker=masker, seed=1)))
+    assert old_x["input_word_ids"].shape == (4, 64)
+    for name in new_x:
+        np.testing.assert_array_equal(old_x[name], new_x[name])
+
+
+def test_write_pretraining_data_takes_max_seq_length_with_a_warning(small_corpus, tokenizer,
+                                                                    tmp_path):
+    with pytest.warns(FutureWarning, match=r"^write_pretraining_data: max_seq_length is "
+                                           r"deprecated: use seq_length\.$"):
+        meta = write_pretraining_data(small_corpus, str(tmp_path), tokenizer, max_seq_length=32,
+                                      log=lambda *_: None)
+    assert meta["seq_length"] == 32

@@ -38,8 +38,8 @@ def case(tmp, name):
             r"gradient_accumulation_steps: 3 does not divide batch_size 16"),
         "pretrain: gradient_accumulation_steps not dividing": (
             "pretrain.py", [f"--model_dir={tmp / 'pt3'}", "--train_files=x", "--vocab_file=v",
-                            "--batch_size=8", "--set", "gradient_accumulation_steps=3"],
-            r"gradient_accumulation_steps \(3\) must divide batch_size \(8\)"),
+                            "--batch_size=8", "--set", "train.gradient_accumulation_steps=3"],
+            r"gradient_accumulation_steps: 3 does not divide batch_size 8"),
         "pretrain: no train files": (
             "pretrain.py", [f"--model_dir={tmp / 'pt'}", "--vocab_file=v.txt"], r"--train_files"),
         "pretrain: steps not a multiple": (
@@ -58,7 +58,7 @@ def case(tmp, name):
         "pretrain: budget and num_train_steps": (
             "pretrain.py", [f"--model_dir={tmp / 'pt5'}", "--train_files=x", "--vocab_file=v",
                             "--budget_minutes=5", "--num_train_steps=200"],
-            r"budget_minutes \(5\) and num_train_steps \(200\) are both set"),
+            r"budget_minutes \(5\) and pretrain\.num_train_steps \(200\) are both set"),
         "create_pretraining_data: missing corpus": (
             "create_pretraining_data.py",
             [f"--input_files={tmp / 'none*.txt'}", f"--output_dir={tmp / 'out'}",

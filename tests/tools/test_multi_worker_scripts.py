@@ -29,7 +29,7 @@ def records(tmp_path_factory):
     corpus.write_text("\n\n".join(docs) + "\n", encoding="utf-8")
     subprocess.run([sys.executable, str(ROOT / "tools" / "create_pretraining_data.py"),
                     f"--input_files={corpus}", f"--vocab_file={VOCAB}",
-                    f"--output_dir={tmp / 'records'}", "--max_seq_length=32"],
+                    f"--output_dir={tmp / 'records'}", "--seq_length=32"],
                    check=True, env=ENV, timeout=300, capture_output=True)
     return str(tmp / "records" / "*.tfrecord")
 
@@ -42,8 +42,8 @@ def start_workers(configs, records, model_dir, steps, logs, steps_per_epoch=10):
                f"--train_files={records}", f"--vocab_file={VOCAB}", f"--model_dir={model_dir}",
                f"--num_train_steps={steps}", f"--steps_per_epoch={steps_per_epoch}",
                "--batch_size=16",
-               "--distribution_strategy=multi_worker_mirrored", "--set", "verbose=2",
-               "--set", "tensorboard=false"]
+               "--distribution_strategy=multi_worker_mirrored", "--set", "train.verbose=2",
+               "--set", "train.tensorboard=false"]
         log = open(logs / f"worker{i}.log", "w")
         procs.append(subprocess.Popen(cmd, env={**ENV, "TF_CONFIG": config},
                                       stdout=log, stderr=subprocess.STDOUT))
@@ -97,8 +97,8 @@ def test_two_workers_train_in_sync_and_chief_writes_once(records, tmp_path, tf_c
         [sys.executable, str(ROOT / "tools" / "pretrain.py"),
          f"--config={ROOT / 'configs' / 'pretrain_tiny.yaml'}", f"--train_files={records}",
          f"--vocab_file={VOCAB}", f"--model_dir={model_dir}", "--num_train_steps=20",
-         "--steps_per_epoch=10", "--batch_size=16", "--set", "verbose=2",
-         "--set", "tensorboard=false"],
+         "--steps_per_epoch=10", "--batch_size=16", "--set", "train.verbose=2",
+         "--set", "train.tensorboard=false"],
         env=ENV, capture_output=True, text=True, timeout=300)
     assert single.returncode == 0, single.stderr[-2000:]
     assert "Resuming at epoch 2" in single.stdout

@@ -38,7 +38,7 @@ def records(tmp_path_factory):
     out = tmp / "records"
     subprocess.run(
         tool("create_pretraining_data.py", f"--input_files={corpus}", f"--vocab_file={VOCAB}",
-             f"--output_dir={out}", "--max_seq_length=64"),
+             f"--output_dir={out}", "--seq_length=64"),
         check=True, env=ENV, timeout=300, capture_output=True,
     )
     return str(out / "*.tfrecord")
@@ -49,7 +49,7 @@ def pretrain_flags(records, model_dir, steps, steps_per_epoch, *extra):
         "pretrain.py", f"--config={ROOT / 'configs' / 'pretrain_tiny.yaml'}",
         f"--train_files={records}", f"--vocab_file={VOCAB}", f"--model_dir={model_dir}",
         f"--num_train_steps={steps}", f"--steps_per_epoch={steps_per_epoch}",
-        "--set", "verbose=2", *extra,
+        "--set", "train.verbose=2", *extra,
     )
 
 
@@ -106,7 +106,7 @@ def test_pretraining_halves_the_mlm_loss_and_learns_nsp(records, tmp_path):
     cont_dir = tmp_path / "continued"
     result = subprocess.run(
         pretrain_flags(records, cont_dir, 20, 10, f"--init_checkpoint={summary['checkpoint']}",
-                       "--set", "warmup_steps=5", "--learning_rate=1e-4"),
+                       "--set", "pretrain.warmup_steps=5", "--learning_rate=1e-4"),
         env=ENV, timeout=600, capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -118,7 +118,7 @@ def test_pretraining_halves_the_mlm_loss_and_learns_nsp(records, tmp_path):
 @pytest.mark.slow
 def test_killed_run_resumes_without_repeating_or_skipping(records, tmp_path):
     model_dir = tmp_path / "run"
-    cmd = pretrain_flags(records, model_dir, 120, 20, "--set", "encoder_overrides.num_layers=1")
+    cmd = pretrain_flags(records, model_dir, 120, 20, "--set", "encoder.num_layers=1")
     ckpt = model_dir / "checkpoints" / "ckpt-00000040.weights.h5"
     proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.time() + 300
@@ -148,7 +148,7 @@ def checksum(output):
 
 @pytest.mark.slow
 def test_sigterm_mid_epoch_saves_the_step_and_the_rerun_redoes_none(records, tmp_path):
-    extra = ("--set", "encoder_overrides.num_layers=1", "--set", "tensorboard=false")
+    extra = ("--set", "encoder.num_layers=1", "--set", "train.tensorboard=false")
     reference = subprocess.run(pretrain_flags(records, tmp_path / "ref", 200, 100, *extra),
                                env=ENV, timeout=600, capture_output=True, text=True)
     assert reference.returncode == 0, reference.stderr[-3000:]
@@ -175,8 +175,8 @@ def test_span_masking_with_boundary_objective_mlm_only(records, tmp_path):
     model_dir = tmp_path / "span"
     result = subprocess.run(
         pretrain_flags(records, model_dir, 40, 20, "--masking_strategy=span", "--nouse_nsp",
-                       "--set", "span_boundary_objective=true",
-                       "--set", "encoder_overrides.num_layers=1", "--nojit_compile"),
+                       "--set", "pretrain.span_boundary_objective=true",
+                       "--set", "encoder.num_layers=1", "--nojit_compile"),
         env=ENV, timeout=600, capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -196,14 +196,14 @@ def test_static_masks_from_the_data_tool(tmp_path):
     corpus.write_text("\n\n".join(docs) + "\n", encoding="utf-8")
     subprocess.run(
         tool("create_pretraining_data.py", f"--input_files={corpus}", f"--vocab_file={VOCAB}",
-             f"--output_dir={tmp_path / 'static'}", "--max_seq_length=64", "--static_masking",
+             f"--output_dir={tmp_path / 'static'}", "--seq_length=64", "--static_masking",
              "--max_predictions_per_seq=10", "--dupe_factor=3"),
         check=True, env=ENV, timeout=300, capture_output=True,
     )
     model_dir = tmp_path / "run"
     result = subprocess.run(
         pretrain_flags(str(tmp_path / "static" / "*.tfrecord"), model_dir, 20, 10,
-                       "--set", "dynamic_masking=false", "--set", "encoder_overrides.num_layers=1",
+                       "--set", "pretrain.dynamic_masking=false", "--set", "encoder.num_layers=1",
                        "--batch_size=8", "--nojit_compile"),
         env=ENV, timeout=600, capture_output=True, text=True,
     )
@@ -218,7 +218,7 @@ def test_sop_with_held_out_eval_each_epoch_and_export_of_a_saved_step(tmp_path):
     data = tmp_path / "data"
     made = subprocess.run(
         tool("create_pretraining_data.py", f"--input_files={corpus}", f"--vocab_file={VOCAB}",
-             f"--output_dir={data}", "--max_seq_length=48", "--next_sentence_task=sop",
+             f"--output_dir={data}", "--seq_length=48", "--next_sentence_task=sop",
              "--eval_fraction=0.15"),
         env=ENV, timeout=300, capture_output=True, text=True,
     )
@@ -227,7 +227,7 @@ def test_sop_with_held_out_eval_each_epoch_and_export_of_a_saved_step(tmp_path):
     model_dir = tmp_path / "run"
     result = subprocess.run(
         pretrain_flags(str(data / "*.tfrecord"), model_dir, 20, 10, "--next_sentence_task=sop",
-                       "--set", "encoder_overrides.num_layers=1", "--batch_size=8",
+                       "--set", "encoder.num_layers=1", "--batch_size=8",
                        "--nojit_compile"),
         env=ENV, timeout=600, capture_output=True, text=True,
     )
@@ -260,8 +260,8 @@ def test_gradient_accumulation_counts_updates(records, tmp_path):
     num_train_steps / steps_per_epoch count optimizer updates."""
     model_dir = tmp_path / "accumulate"
     result = subprocess.run(
-        pretrain_flags(records, model_dir, 8, 4, "--set", "gradient_accumulation_steps=2",
-                       "--set", "encoder_overrides.num_layers=1", "--nojit_compile"),
+        pretrain_flags(records, model_dir, 8, 4, "--set", "train.gradient_accumulation_steps=2",
+                       "--set", "encoder.num_layers=1", "--nojit_compile"),
         env=ENV, timeout=600, capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -278,8 +278,8 @@ def budget_flags(records, model_dir, minutes, *extra):
         "pretrain.py", f"--config={ROOT / 'configs' / 'pretrain_budget.yaml'}",
         f"--train_files={records}", f"--vocab_file={VOCAB}",
         f"--model_dir={model_dir}", f"--budget_minutes={minutes}", "--steps_per_epoch=10",
-        "--batch_size=16", "--learning_rate=2e-3", "--nojit_compile", "--set", "verbose=2",
-        "--set", "warmup_steps=5", "--set", "tensorboard=false", *extra,
+        "--batch_size=16", "--learning_rate=2e-3", "--nojit_compile", "--set", "train.verbose=2",
+        "--set", "pretrain.warmup_steps=5", "--set", "train.tensorboard=false", *extra,
     )
 
 

@@ -74,8 +74,12 @@ def test_time_budget_shorter_than_the_first_call_is_an_error():
 
 
 def test_updates_per_execution_divides_the_epoch():
-    assert updates_per_execution(PretrainConfig(steps_per_epoch=500, steps_per_execution=25)) == 25
-    assert updates_per_execution(PretrainConfig(steps_per_epoch=100, steps_per_execution=30)) == 25
-    odd = PretrainConfig(steps_per_epoch=7, num_train_steps=7, steps_per_execution=5)
-    assert updates_per_execution(odd) == 1
-    assert updates_per_execution(PretrainConfig(steps_per_epoch=100)) == 1
+    def config(steps_per_epoch, steps_per_execution=1, num_train_steps=1000):
+        return PretrainConfig(train={"steps_per_epoch": steps_per_epoch},
+                              pretrain={"steps_per_execution": steps_per_execution,
+                                        "num_train_steps": num_train_steps})
+
+    assert updates_per_execution(config(500, 25)) == 25
+    assert updates_per_execution(config(100, 30)) == 25
+    assert updates_per_execution(config(7, 5, num_train_steps=7)) == 1
+    assert updates_per_execution(config(100)) == 1

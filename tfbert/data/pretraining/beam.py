@@ -179,7 +179,7 @@ class _Instances(_DoFn):
         if self._builder is None:
             # One builder per worker: its running label balance keeps NSP/SOP at 50%.
             self._builder = InstanceBuilder(
-                self.cfg.max_seq_length, self.cfg.short_seq_prob,
+                self.cfg.seq_length, self.cfg.short_seq_prob,
                 rng=random.Random(f"{self.cfg.seed}-{uuid.uuid4()}"),
                 next_sentence_task=self.task)
         stats = collections.Counter()
@@ -238,7 +238,7 @@ class _WriteShard(_DoFn):
         with tf.io.TFRecordWriter(path + ".tmp") as writer:
             for start in range(0, len(instances), 1024):
                 records = serialize_instances(
-                    instances[start:start + 1024], self.cfg.max_seq_length, self._vocab,
+                    instances[start:start + 1024], self.cfg.seq_length, self._vocab,
                     self._masker, self.mask_seed, shard * 2**20 + start, stats)
                 for record in records:
                     writer.write(record)
@@ -258,7 +258,7 @@ def _worker_settings(cfg):
     """The settings the workers need, as a plain namespace: the workers then
     unpickle no class of the caller's (the tool's config class lives in a
     script a Dask scheduler or worker cannot import)."""
-    names = ("seed", "max_seq_length", "short_seq_prob", "dupe_factor", "static_masking",
+    names = ("seed", "seq_length", "short_seq_prob", "dupe_factor", "static_masking",
              "max_predictions_per_seq", "masked_lm_prob", "masking_strategy")
     return types.SimpleNamespace(**{n: getattr(cfg, n) for n in names})
 
@@ -413,7 +413,7 @@ def run_pipeline(cfg, log=print, between=None):
         return RunCounts(stats, summary, int(totals.get("no_other_document", 0)),
                          {"runner": runner_name})
 
-    record_format = RecordFormat(cfg.max_seq_length, task, max_predictions,
+    record_format = RecordFormat(cfg.seq_length, task, max_predictions,
                                        vocab.vocab_size, cfg.seed)
     return write_shards(write, cfg.input_files, cfg.output_dir, record_format,
                               cfg.num_shards, log, runner_note=f" with Beam's {runner_name}")

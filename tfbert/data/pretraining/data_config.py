@@ -12,8 +12,10 @@ from tfbert.text.masking import STRATEGIES as MASKING_STRATEGIES, MaskedLMMasker
 from tfbert.text.tokenizer import BertTokenizer
 
 
-# `use_nsp`: the pair task's old name, one release.
-@config_loader.renamed(use_nsp=("next_sentence_task", next_sentence_task_of))
+# Old names, one release: `use_nsp` (the pair task), `max_seq_length` (the
+# house name is seq_length, as in every task's config).
+@config_loader.renamed(use_nsp=("next_sentence_task", next_sentence_task_of),
+                       max_seq_length="seq_length")
 @dataclasses.dataclass
 class PretrainingDataConfig:
     """The settings of one pretraining-data run (`tools/create_pretraining_data.py`
@@ -23,7 +25,7 @@ class PretrainingDataConfig:
     output_dir: str = ""
     vocab_file: str = ""
     lower_case: bool = True
-    max_seq_length: int = config_loader.at_least(5, 128)  # [CLS] a [SEP] b [SEP]
+    seq_length: int = config_loader.at_least(5, 128)  # [CLS] a [SEP] b [SEP]
     short_seq_prob: float = config_loader.in_range(0.0, 1.0, 0.1)
     dupe_factor: int = config_loader.at_least(1, 1)
     num_shards: int = config_loader.at_least(1, 1)
@@ -75,7 +77,7 @@ def create_pretraining_data(cfg, log=print):
         cfg.input_files,
         cfg.output_dir,
         tokenizer,
-        max_seq_length=cfg.max_seq_length,
+        seq_length=cfg.seq_length,
         short_seq_prob=cfg.short_seq_prob,
         dupe_factor=cfg.dupe_factor,
         num_shards=cfg.num_shards,

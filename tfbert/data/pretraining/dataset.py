@@ -53,7 +53,8 @@ def pretraining_dataset(
     """
     files = expand_files(train_files, what="training file")
     meta = read_metadata(files)
-    seq_length = int(meta["max_seq_length"])
+    # Records written before the rename say max_seq_length.
+    seq_length = int(meta["seq_length"] if "seq_length" in meta else meta["max_seq_length"])
     written = meta.get("next_sentence_task") or ("nsp" if meta["use_nsp"] else "none")
     if next_sentence_task is None and use_nsp is None:
         task = written

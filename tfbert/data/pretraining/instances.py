@@ -112,15 +112,15 @@ class InstanceBuilder:
 
     A segment longer than the space left is truncated (with NSP randomly from
     the front or back, as the reference), so a line longer than
-    `max_seq_length` loses its excess tokens in pair modes; MLM-only mode
+    `seq_length` loses its excess tokens in pair modes; MLM-only mode
     splits it.
     """
 
-    def __init__(self, max_seq_length, short_seq_prob=0.1, use_nsp=None, rng=None,
+    def __init__(self, seq_length, short_seq_prob=0.1, use_nsp=None, rng=None,
                  next_sentence_task=None):
-        if max_seq_length < 5:
-            raise ValueError(f"max_seq_length must be >= 5, got {max_seq_length}.")
-        self.max_seq_length = max_seq_length
+        if seq_length < 5:
+            raise ValueError(f"seq_length must be >= 5, got {seq_length}.")
+        self.seq_length = seq_length
         self.short_seq_prob = short_seq_prob
         self.task = next_sentence_task_or_use_nsp(next_sentence_task, use_nsp)
         self.has_pair_label = self.task != "none"
@@ -139,7 +139,7 @@ class InstanceBuilder:
         sentences, each a list of ids). `random_document()` returns another
         document (NSP only). `label`: 1 = random next (NSP) / swapped (SOP)."""
         rng = self.rng
-        max_tokens = self.max_seq_length - (3 if self.has_pair_label else 2)
+        max_tokens = self.seq_length - (3 if self.has_pair_label else 2)
         target = max_tokens
         if rng.random() < self.short_seq_prob:
             target = rng.randint(2, max_tokens)

@@ -17,14 +17,14 @@ SHARD_PATTERN = "pretrain-{:05d}-of-{:05d}.tfrecord"
 EVAL_DIR = "eval"
 
 
-def pack_instance(tokens_a, tokens_b, is_random_next, max_seq_length, cls_id, sep_id):
-    """`[CLS] A [SEP] (B [SEP])` padded to `max_seq_length`, as int64 arrays."""
+def pack_instance(tokens_a, tokens_b, is_random_next, seq_length, cls_id, sep_id):
+    """`[CLS] A [SEP] (B [SEP])` padded to `seq_length`, as int64 arrays."""
     ids = [cls_id] + tokens_a + [sep_id]
     types = [0] * len(ids)
     if tokens_b:
         ids += tokens_b + [sep_id]
         types += [1] * (len(tokens_b) + 1)
-    pad = max_seq_length - len(ids)
+    pad = seq_length - len(ids)
     return {
         "input_word_ids": np.array(ids + [0] * pad, np.int64),
         "input_mask": np.array([1] * len(ids) + [0] * pad, np.int64),
@@ -46,13 +46,13 @@ def _example(features):
     ).SerializeToString(deterministic=True)  # map order: same bytes in every process
 
 
-def serialize_instances(instances, max_seq_length, vocab, masker=None, mask_seed=None,
+def serialize_instances(instances, seq_length, vocab, masker=None, mask_seed=None,
                         first_index=0, stats=None):
     """Packs (and with `masker`, statically masks) `(a, b, label)` instances
     into serialized `tf.train.Example`s; counts into `stats` when given.
     The masks of instance `first_index + j` come from seed `[mask_seed, first_index]`
     for the batch, so the output is deterministic."""
-    packed = [pack_instance(list(a), list(b), r, max_seq_length, vocab.cls_id, vocab.sep_id)
+    packed = [pack_instance(list(a), list(b), r, seq_length, vocab.cls_id, vocab.sep_id)
               for a, b, r in instances]
     if masker is not None and packed:
         batch = np.stack([p["input_word_ids"] for p in packed])
@@ -81,7 +81,7 @@ class RecordFormat:
     """What `pretraining_data.json` says of the records, whichever runner
     wrote them. `max_predictions`: None without static masking."""
 
-    max_seq_length: int
+    seq_length: int
     next_sentence_task: str
     max_predictions: Optional[int]
     vocab_size: int
@@ -90,7 +90,7 @@ class RecordFormat:
     def metadata(self, names, stats, **extra):
         """The `pretraining_data.json` of shards `names` with counts `stats`."""
         return {
-            "max_seq_length": self.max_seq_length,
+            "seq_length": self.seq_length,
             "use_nsp": self.next_sentence_task != "none",  # the records carry a pair label
             "next_sentence_task": self.next_sentence_task,
             "static_masking": self.max_predictions is not None,

@@ -34,6 +34,7 @@ import math
 import random
 import struct
 import uuid
+import warnings
 
 import numpy as np
 import tensorflow as tf
@@ -194,7 +195,7 @@ def write_pretraining_data(
     input_files,
     output_dir,
     tokenizer,
-    max_seq_length=128,
+    seq_length=128,
     short_seq_prob=0.1,
     dupe_factor=1,
     num_shards=1,
@@ -207,6 +208,7 @@ def write_pretraining_data(
     random_next_pool=10000,
     bucket_instances=50000,
     eval_fraction=0.0,
+    max_seq_length=None,
 ):
     """Writes sharded TFRecords of pretraining instances; returns the metadata.
 
@@ -220,12 +222,18 @@ def write_pretraining_data(
     about how many instances one temporary bucket holds (the memory unit of
     the shuffle). `eval_fraction`: share of the documents held out to
     `<output_dir>/eval/`. The output is the same for the same inputs and seed.
+    `seq_length`: the length of every instance (`max_seq_length` is its old
+    name, one release).
     """
+    if max_seq_length is not None:
+        warnings.warn("write_pretraining_data: max_seq_length is deprecated: use seq_length.",
+                      FutureWarning, stacklevel=2)
+        seq_length = max_seq_length
     check_settings(dupe_factor, num_shards, buffer_documents, eval_fraction, bucket_instances)
     task = next_sentence_task_or_use_nsp(next_sentence_task, use_nsp)
     vocab = tokenizer.vocab
     rng = random.Random(seed)
-    builder = InstanceBuilder(max_seq_length, short_seq_prob, rng=rng, next_sentence_task=task)
+    builder = InstanceBuilder(seq_length, short_seq_prob, rng=rng, next_sentence_task=task)
     pool = RandomDocumentPool(random_next_pool, rng)
     tokenize = sentence_tokenizer(tokenizer)
 
@@ -257,7 +265,7 @@ def write_pretraining_data(
 
         # 2. Instances, scattered into random buckets.
         def num_buckets(tokens):
-            estimate = tokens * dupe_factor / max(1.0, 0.8 * (max_seq_length - 3))
+            estimate = tokens * dupe_factor / max(1.0, 0.8 * (seq_length - 3))
             return max(1, math.ceil(estimate / bucket_instances))
 
         buckets = {s: [f"{work}/{s}-{i}.bin" for i in range(num_buckets(total_tokens[s]))]
@@ -301,7 +309,7 @@ def write_pretraining_data(
                     for start in range(0, len(instances), 1024):
                         first = stats["instances"]
                         records = serialize_instances(
-                            instances[start:start + 1024], max_seq_length, vocab, masker,
+                            instances[start:start + 1024], seq_length, vocab, masker,
                             mask_seed + (split == "eval"), first, stats)
                         for j, record in enumerate(records):
                             writers[(first + j) % shards].write(record)
@@ -318,7 +326,7 @@ def write_pretraining_data(
             num_shards={"train": num_shards, "eval": 1 if counts["eval"]["documents"] else 0})
         return RunCounts(counts, summary, unpaired_documents=unpaired)
 
-    record_format = RecordFormat(max_seq_length, task,
+    record_format = RecordFormat(seq_length, task,
                                  masker.max_predictions if masker is not None else None,
                                  vocab.vocab_size, seed)
     return write_shards(write, input_files, output_dir, record_format, num_shards, log)

@@ -174,6 +174,53 @@ def test_renamed_keys_of_nested_configs():
     assert config_loader.renamed_keys(OuterRenamed) == {"train.warmup_fraction": "train.warmup_ratio"}
 
 
+# A flat key that moved into a section: a dotted new name.
+@config_loader.renamed(epochs="train.epochs", warmup="train.warmup_ratio",
+                       ratio="train.warmup_ratio")
+@dataclasses.dataclass
+class Moved:
+    train: Renamed = dataclasses.field(default_factory=Renamed)
+    name: str = ""
+
+
+def test_a_key_moved_into_a_section(tmp_path):
+    path = tmp_path / "flat.yaml"
+    path.write_text("epochs: 5\nname: x\n")
+    with pytest.warns(FutureWarning, match=r"flat\.yaml: epochs is deprecated: use "
+                                           r"train\.epochs\.$"):
+        assert config_loader.load(Moved, str(path)) == Moved(train=Renamed(epochs=5), name="x")
+    # Beside the section's other keys; --set names the flag.
+    overrides = config_loader.parse_overrides(["epochs=7", "train.warmup_ratio=0.2"])
+    with pytest.warns(FutureWarning, match=r"^--set epochs is deprecated: use train\.epochs\.$"):
+        assert config_loader.load(Moved, None, overrides).train == Renamed(epochs=7,
+                                                                           warmup_ratio=0.2)
+    with pytest.warns(FutureWarning, match=r"^Moved\.epochs is deprecated: use "
+                                           r"Moved\.train\.epochs\.$"):
+        assert Moved(epochs=2).train.epochs == 2
+    # Errors: the old and the new key, two old names of one key, a value checked as the new key's.
+    with pytest.raises(ValueError, match=r"^Moved\.epochs and Moved\.train\.epochs are one "
+                                         r"setting"):
+        Moved(epochs=2, train=Renamed(epochs=4))
+    path.write_text("epochs: 5\ntrain: {epochs: 6}\n")
+    with pytest.raises(ValueError, match=r"flat\.yaml: epochs and train\.epochs are one setting"):
+        config_loader.load(Moved, str(path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        with pytest.raises(ValueError, match=r"^Moved\.warmup and Moved\.ratio are one setting, "
+                                             r"Moved\.train\.warmup_ratio; set "
+                                             r"Moved\.train\.warmup_ratio only\.$"):
+            Moved(warmup=0.1, ratio=0.2)
+        with pytest.raises(ValueError, match=r"^Moved\.train: warmup_fraction and "
+                                             r"train\.warmup_ratio are one setting"):
+            Moved(warmup=0.1, train={"warmup_fraction": 0.2})
+        with pytest.raises(ValueError, match=r"^--set train\.warmup_ratio=2: must be in"):
+            config_loader.load(Moved, None, {"warmup": 2})
+    # A config tfbert stored itself: no warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert config_loader.from_dict(Moved, {"epochs": 9}, warn=False).train.epochs == 9
+
+
 # === The renamed keys of tfbert's own configs ===
 
 def test_pretrain_and_train_configs_take_their_old_names(tmp_path):

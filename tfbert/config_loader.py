@@ -177,9 +177,18 @@ def renamed(**old_to_new):
         def name(key):
             return f"{cls.__name__}.{key}"
 
+        sections = {new.rpartition(".")[0] for new in names.values() if "." in new}
+
         @functools.wraps(init)
         def __init__(self, *args, **kwargs):
-            init(self, *args, **new_names(cls, kwargs, name, name))
+            kwargs = new_names(cls, kwargs, name, name)
+            hints = typing.get_type_hints(cls) if sections & set(kwargs) else {}
+            for section in sections & set(kwargs):  # a keyword moved into a section
+                if isinstance(kwargs[section], dict) and dataclasses.is_dataclass(
+                        hints.get(section)):
+                    kwargs[section] = from_dict(hints[section], kwargs[section],
+                                                source=name(section), prefix=f"{section}.")
+            init(self, *args, **kwargs)
 
         cls.__init__ = __init__
         return cls

@@ -41,18 +41,13 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert import checkpoint
-from tfbert.config import BertConfig
-from tfbert.data.batching import steps_per_epoch as steps_per_epoch_of
 from tfbert.data.batching import training_batches
-from tfbert.encoder import BertEncoder
 from tfbert.models.classifier import BertClassifier
+from tfbert.models.strings_model import StringsModel
 from tfbert.models.text_data import (check_weights, dataset_columns, holds_ids, text_columns,
                                      text_dataset)
 from tfbert.text.packer import trim_to_bucket
 from tfbert.text.preprocessor import BertPreprocessor
-from tfbert.train import recipe
-from tfbert.train.optimizer import optimizer_for
-from tfbert.train.train_config import TrainConfig
 
 def classification_outputs(logits, label_list):
     """`logits`, `probabilities` (softmax), `label_id` and `label` (graph ops;
@@ -100,7 +95,7 @@ def head_metrics(num_classes, multi_label=False):
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
-class TextClassifier(BertClassifier):
+class TextClassifier(StringsModel, BertClassifier):
     """Classification, regression or multi-label classification of raw strings.
 
     Args:
@@ -159,34 +154,16 @@ class TextClassifier(BertClassifier):
     # === Constructors ===
 
     @classmethod
-    def from_preset(cls, preset, vocab_file, lower_case=True, seq_length=128, **kwargs):
-        """Random weights of a `BertConfig` preset ("tiny" ... "large") over `vocab_file`."""
-        with open(vocab_file, encoding="utf-8") as f:
-            vocab_size = sum(1 for _ in f)
-        config = BertConfig.from_preset(preset, vocab_size=vocab_size)
-        preprocessor = BertPreprocessor(vocab_file=vocab_file, lower_case=lower_case,
-                                        seq_length=seq_length,
-                                        max_seq_length=config.max_position_embeddings,
-                                        max_segments=config.type_vocab_size)
-        return cls(BertEncoder(config), preprocessor, **kwargs)
-
-    @classmethod
     def from_pretrained(cls, checkpoint_dir, num_classes=None, seq_length=128, **kwargs):
         """From a tfbert checkpoint: a converted or pretrained encoder (a fresh
         head of `num_classes`, default 2), or one `save_pretrained` wrote (its
         head, labels and settings; `num_classes` must agree with the head)."""
         ckpt = checkpoint.read_checkpoint(checkpoint_dir)
-        encoder = BertEncoder(ckpt.config)
-        encoder.set_named_weights(ckpt.encoder_weights(), source=ckpt.weights_path)
+        encoder = cls.pretrained_encoder(ckpt)
         settings = ckpt.text_classifier
         head = ckpt.prefixed_weights("classifier") if settings else {}
         if head:
-            outputs = head["kernel"].shape[-1]
-            if num_classes is not None and int(num_classes) != outputs:
-                raise ValueError(
-                    f"{ckpt.weights_path}: the classifier head has {outputs} outputs, "
-                    f"but num_classes={num_classes}; drop num_classes to keep the head.")
-            num_classes = outputs
+            num_classes = cls.head_size(head, num_classes, ckpt.weights_path, "classifier")
             for key in ("multi_label", "label_list", "threshold", "pairs", "pooling"):
                 kwargs.setdefault(key, getattr(settings, key))
             seq_length = settings.seq_length or seq_length
@@ -195,9 +172,7 @@ class TextClassifier(BertClassifier):
         model = cls(encoder, preprocessor, num_classes=2 if num_classes is None else num_classes,
                     **kwargs)
         if head:
-            checkpoint.assign_weights({"kernel": model.get_layer("logits").kernel,
-                                       "bias": model.get_layer("logits").bias},
-                                      head, ckpt.weights_path, "text classifier head")
+            model.assign_head(head, ckpt.weights_path, "text classifier head")
         return model
 
     # === Strings in ===
@@ -308,77 +283,16 @@ class TextClassifier(BertClassifier):
         tokenize = self.preprocessor.tokenizer.tokenize_flat
         return tf.add_n([tokenize(t).row_lengths() for t in _tuple(texts)])
 
-    # === Training: compile() is the recipe ===
+    def num_texts(self, x):
+        return len(text_columns(x)[0])
 
-    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
-        """`"auto"`: the recipe (see module doc); the optimizer is then built
-        by the first `fit`, which knows how many updates it will run."""
-        loss = head_loss(self.num_classes, self.multi_label) if loss == "auto" else loss
-        if metrics == "auto":
-            metrics = head_metrics(self.num_classes, self.multi_label)
-        self._auto_optimizer = optimizer == "auto"
-        if self._auto_optimizer:  # a placeholder until fit: Keras needs one to compile
-            optimizer = keras.optimizers.AdamW(auto_learning_rate(self))
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+    # === Training: compile() is the recipe (StringsModel) ===
 
-    def compile_from_config(self, config):
-        # What Keras' own does for a model whose compile() is not overridden.
-        self.compile(**keras.saving.deserialize_keras_object(config))
-        if self.built:
-            self.optimizer.build(self.trainable_variables)
+    def default_loss(self):
+        return head_loss(self.num_classes, self.multi_label)
 
-    def _compile_recipe(self, updates):
-        """The recipe's AdamW (`TrainConfig`'s defaults, the learning rate by model
-        size) for `updates` optimizer steps, under the model's strategy."""
-        train = TrainConfig(learning_rate=auto_learning_rate(self))
-        with self.distribute_strategy.scope():
-            optimizer = optimizer_for(train, updates)
-        # Keras keeps the compile() arguments; only the optimizer changes.
-        super().compile(**{**self._compile_config.config, "optimizer": optimizer})
-        self._auto_optimizer = False
-
-    def fit(self, x=None, y=None, batch_size=None, epochs=1, validation_data=None,
-            sample_weight=None, shuffle=True, steps_per_epoch=None, seed=None, **kwargs):
-        """Keras `fit` on raw texts (see module doc). `batch_size` None: the
-        recipe's (16 below 10,000 texts, else 32). `validation_data`: `(x, y)`
-        or a dataset, as `x`. With `shuffle`, texts are batched as the
-        fine-tuning tasks batch them: reshuffled each epoch with `seed` (None:
-        drawn from NumPy's generator, which `keras.utils.set_random_seed`
-        seeds), in batches of similar length."""
-        if holds_ids(x):  # already preprocessed (the fine-tuning tasks' datasets)
-            return super().fit(x, y, batch_size=batch_size, epochs=epochs,
-                               validation_data=validation_data, sample_weight=sample_weight,
-                               shuffle=shuffle, steps_per_epoch=steps_per_epoch, **kwargs)
-        if kwargs.get("validation_split"):
-            raise ValueError("validation_split is not supported on texts: pass "
-                             "validation_data=(texts, labels).")
-        n = None if isinstance(x, tf.data.Dataset) else len(text_columns(x)[0])
-        if batch_size is None and n is not None:
-            batch_size = 16 if n < recipe.LARGE_DATA else 32
-        shuffle = shuffle and n is not None  # a dataset comes batched as the user wants
-        # Replicas need equal shares: the last partial batch goes under several.
-        drop_remainder = shuffle and self.distribute_strategy.num_replicas_in_sync > 1
-        if seed is None:
-            seed = int(np.random.randint(2**31 - 1))
-        data = self.text_batches(x, y, sample_weight, batch_size, shuffle=shuffle, seed=seed,
-                                 drop_remainder=drop_remainder)
-        if shuffle and steps_per_epoch is None:  # the training stream repeats without end
-            steps_per_epoch = steps_per_epoch_of(n, batch_size, drop_remainder)
-        if validation_data is not None:
-            validation_data = self.text_batches(*_validation_parts(validation_data),
-                                                batch_size=batch_size)
-        if self._auto_optimizer:
-            steps = steps_per_epoch or _count_batches(data)
-            self._compile_recipe(max(1, steps * epochs))
-        # shuffle=False: the text batches are shuffled above, before tokenization.
-        return super().fit(data, epochs=epochs, validation_data=validation_data,
-                           steps_per_epoch=steps_per_epoch, shuffle=False, **kwargs)
-
-    def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
-        if holds_ids(x):
-            return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight,
-                                    **kwargs)
-        return super().evaluate(self.text_batches(x, y, sample_weight, batch_size), **kwargs)
+    def default_metrics(self):
+        return head_metrics(self.num_classes, self.multi_label)
 
     def predict(self, x, batch_size=None, **kwargs):
         """Logits `[n, num_classes]` of raw texts, in input order (the ids
@@ -447,36 +361,6 @@ class TextClassifier(BertClassifier):
                 "label_list": self.label_list, "threshold": self.threshold,
                 "pairs": self.pairs}
 
-    def get_config(self):
-        return {**super().get_config(),
-                "preprocessor": keras.layers.serialize(self.preprocessor)}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["preprocessor"] = keras.layers.deserialize(config["preprocessor"])
-        return super().from_config(config)
-
-
-def auto_learning_rate(model):
-    return recipe.auto_learning_rate(model.encoder.config.hidden_size)
-
 
 def _tuple(texts):
     return tuple(texts) if isinstance(texts, (tuple, list)) else (texts,)
-
-
-def _count_batches(dataset):
-    count = int(dataset.cardinality())
-    if count < 0:  # unknown (filtered or generated): count it once
-        count = int(dataset.reduce(0, lambda c, _: c + 1))
-    return count
-
-
-def _validation_parts(validation_data):
-    if isinstance(validation_data, tf.data.Dataset):
-        return validation_data, None, None
-    if not isinstance(validation_data, (tuple, list)) or len(validation_data) not in (2, 3):
-        raise ValueError("validation_data must be (texts, labels[, weights]) or a "
-                         "tf.data.Dataset of (texts, labels).")
-    return tuple(validation_data) + (None,) * (3 - len(validation_data))

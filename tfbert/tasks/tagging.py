@@ -23,7 +23,6 @@ After `finetune`, `task.predict(model, ["Angela Merkel visited Paris ."])` gives
 import dataclasses
 from typing import Optional
 
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -34,11 +33,12 @@ from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
 from tfbert.metrics import seqeval
 from tfbert.models.token_classifier import BertTokenClassifier
+# IGNORE and piece_labels are imported from here too (tests, tagging users).
+from tfbert.models.word_labels import (IGNORE, best_window_word_logits, ids_outputs,  # noqa: F401
+                                       pack_words, packed_labels, piece_labels, tag_strings,
+                                       tagging_loss, tagging_metrics, weighted_labels,
+                                       word_outputs, word_pieces_of)
 from tfbert.tasks.base import Task
-# IGNORE and piece_labels are imported from here too.
-from tfbert.tasks.word_labels import (IGNORE, best_window_word_logits, first_piece_positions,
-                                      packed_labels, piece_labels)
-from tfbert.text.packer import trim_to_bucket
 from tfbert.text.windows import (WINDOW_MODES, count_windows, pack_windows, window_batches,
                                  window_values)
 from tfbert.text.word_splitting import WordSplitter
@@ -109,30 +109,19 @@ class TaggingTask(Task):
     def word_pieces(self, words):
         """Wordpiece ids `[batch, (words), (pieces)]` of words `[batch, (words)]`
         (tf.string ragged); all pieces of one word stay together."""
-        pieces = self.preprocessor.tokenize(words.flat_values).merge_dims(1, 2)
-        return tf.RaggedTensor.from_row_splits(pieces, words.row_splits)
+        return word_pieces_of(self.preprocessor, words)
 
     def pack(self, word_pieces, word_labels=None):
         """The three int32 encoder inputs; with `word_labels` `[batch, (words)]`
         also int32 `[batch, seq]` labels at first pieces and `IGNORE` elsewhere."""
-        inputs = self.preprocessor.bert_pack_inputs([word_pieces])
-        if word_labels is None:
-            return inputs
-        seq_length = self.preprocessor.seq_length
-        labels = piece_labels(word_pieces, word_labels)[:, : seq_length - 2]  # as truncated
-        return inputs, packed_labels(labels, seq_length)
+        return pack_words(self.preprocessor, word_pieces, word_labels)
 
     def _train_example(self, words, word_labels):
         return self._weighted(*self.pack(self.word_pieces(words), word_labels))
 
     def _weighted(self, inputs, labels):
         """`(inputs, labels, weights)`: weight 1 where a label is (bucketed if set)."""
-        if self.config.bucketing:
-            # Cut columns hold only padding, labelled IGNORE (weight 0).
-            inputs = trim_to_bucket(inputs)
-            labels = labels[:, :tf.shape(inputs["input_mask"])[1]]
-        weights = tf.cast(labels != IGNORE, tf.float32)
-        return inputs, tf.maximum(labels, 0), weights
+        return weighted_labels(inputs, labels, self.config.bucketing)
 
     def pack_windows(self, word_pieces, word_labels=None):
         """`(spans, inputs[, labels])`: windows of the texts' wordpieces
@@ -215,12 +204,10 @@ class TaggingTask(Task):
                                    dropout=self.config.dropout)
 
     def loss(self):
-        # Mean over labelled positions only (not over all padded positions).
-        return keras.losses.SparseCategoricalCrossentropy(
-            from_logits=True, reduction="mean_with_sample_weight")
+        return tagging_loss()
 
     def metrics(self):
-        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        return tagging_metrics()
 
     # === Evaluation ===
 
@@ -297,48 +284,22 @@ class TaggingTask(Task):
         """Graph function: raw strings -> dict of named outputs (used by
         `predict` and by the export, so both give the same tags). `call`:
         how the model runs (`tfbert.export.compiled_call`; default the plain call)."""
+        call = call or compiled_call(model, jit_compile=False)
+        if getattr(self, "_splitter", None) is None:
+            self._splitter = WordSplitter(self.preprocessor)
+        if not self.windowed:  # one packed sequence a text (tfbert.models.word_labels)
+            return tag_strings(call, self._splitter, self.preprocessor, self.label_list, text)
         text = tf.convert_to_tensor(text)
         word_pieces, starts, ends = self.text_words(text)
-        call = call or compiled_call(model, jit_compile=False)
-        word_row = word_pieces.value_rowids()
-        if self.windowed:
-            # Every word, tagged from its best window; words past max_windows are not returned.
-            word_logits, keep = self.word_logits(model, word_pieces, call)
-            row = tf.boolean_mask(word_row, keep)
-            word_logits = tf.boolean_mask(word_logits, keep)
-            tag_id = tf.argmax(word_logits, axis=-1, output_type=tf.int32)
-        else:
-            logits = call(self.pack(word_pieces))
-            seq_length = self.preprocessor.seq_length
-            position = first_piece_positions(word_pieces)
-            # Words whose first piece was truncated away are not returned.
-            keep = position < seq_length - 1
-            row = tf.boolean_mask(word_row, keep)
-            position = tf.boolean_mask(position, keep)
-            tag_id = tf.gather_nd(tf.argmax(logits, axis=-1, output_type=tf.int32),
-                                  tf.stack([row, position], axis=1))
-        start = tf.boolean_mask(starts.flat_values, keep)
-        end = tf.boolean_mask(ends.flat_values, keep)
-        word = tf.strings.substr(tf.gather(text, row), start, end - start, unit="BYTE")
-        nrows = tf.shape(text, out_type=tf.int64)[0]
-
-        def per_text(values, default):
-            return tf.RaggedTensor.from_value_rowids(values, row, nrows=nrows).to_tensor(default)
-
-        if self.windowed:  # per word: a position of one window means nothing to the caller
-            scores = {"word_probabilities": per_text(tf.nn.softmax(word_logits, axis=-1), 0.0)}
-        else:
-            scores = {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
-        return {
-            **scores,
-            "tag_ids": per_text(tag_id, -1),
-            "tags": per_text(tf.gather(tf.constant(self.label_list), tag_id), ""),
-            "words": per_text(word, ""),
-            "start": per_text(start, -1),
-            "end": per_text(end, -1),
-            "num_words": tf.cast(tf.math.bincount(tf.cast(row, tf.int32), minlength=tf.cast(
-                nrows, tf.int32), maxlength=tf.cast(nrows, tf.int32)), tf.int32),
-        }
+        # Every word, tagged from its best window; words past max_windows are not returned.
+        word_logits, keep = self.word_logits(model, word_pieces, call)
+        outputs = word_outputs(text, starts, ends, word_logits, keep, self.label_list)
+        # Per word: a position of one window means nothing to the caller.
+        probabilities = tf.RaggedTensor.from_value_rowids(
+            tf.nn.softmax(tf.boolean_mask(word_logits, keep), axis=-1),
+            tf.boolean_mask(starts.value_rowids(), keep),
+            nrows=tf.shape(text, out_type=tf.int64)[0])
+        return {"word_probabilities": probabilities.to_tensor(0.0), **outputs}
 
     def predict(self, model, text, batch_size=64):
         """`[[(word, tag, start, end), ...] per string]` with character offsets.
@@ -378,9 +339,7 @@ class TaggingTask(Task):
         call = compiled_call(model, jit_compile)
 
         def serve_ids(inputs):
-            logits = call(inputs)
-            return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1),
-                    "tag_ids": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+            return ids_outputs(call(inputs))
 
         def serve_text(texts):
             return self.tag_text(model, texts["text"], call=call)

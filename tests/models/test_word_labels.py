@@ -5,8 +5,8 @@ its best window). Through a task and a model: tests/tasks/test_tagging*.py."""
 import numpy as np
 import tensorflow as tf
 
-from tfbert.tasks.word_labels import (IGNORE, best_window_word_logits, first_piece_positions,
-                                      packed_labels, piece_labels)
+from tfbert.models.word_labels import (IGNORE, best_window_word_logits, first_piece_positions,
+                                       packed_labels, piece_labels)
 from tfbert.text.windows import window_spans
 
 # Two texts: words of 2, 1, 3 pieces, then of 1, 2 pieces (piece ids do not matter).

@@ -1,0 +1,189 @@
+"""`StringsModel`: what the strings-in Keras models (`TextClassifier`,
+`TokenClassifier`) share on top of their ids model.
+
+A mixin placed before the ids model in the bases (`class
+TextClassifier(StringsModel, BertClassifier)`): the model keeps its
+`BertPreprocessor` as `self.preprocessor` and maps the three id tensors to
+logits; this class gives it `fit` / `evaluate` on raw text (tokenized inside
+`tf.data` by the subclass's `text_batches`), `compile()` with no arguments as
+the fine-tuning recipe (`tfbert.train.recipe`: the head's loss and metrics,
+AdamW with warmup and linear decay over the updates `fit` runs, the learning
+rate by model size, the batch size by data size), `from_preset`, and a Keras
+config that carries the preprocessor (its vocabulary), so `.keras` files
+load with it.
+
+A subclass provides `text_batches(x, y, sample_weight, batch_size, shuffle,
+with_targets, seed, drop_remainder)`, `num_texts(x)`, `default_loss()` and
+`default_metrics()` (`weighted_default_metrics = True` when they are to count
+only the positions with a weight, as per-word tags do).
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfbert import checkpoint
+from tfbert.config import BertConfig
+from tfbert.data.batching import steps_per_epoch as steps_per_epoch_of
+from tfbert.encoder import BertEncoder
+from tfbert.models.text_data import holds_ids
+from tfbert.text.preprocessor import BertPreprocessor
+from tfbert.train import recipe
+from tfbert.train.optimizer import optimizer_for
+from tfbert.train.train_config import TrainConfig
+
+
+class StringsModel:
+    """Mixin of the strings-in models (see module doc)."""
+
+    weighted_default_metrics = False  # compile(): the default metrics as weighted_metrics
+
+    # === Constructors ===
+
+    @classmethod
+    def from_preset(cls, preset, vocab_file, lower_case=True, seq_length=128, **kwargs):
+        """Random weights of a `BertConfig` preset ("tiny" ... "large") over `vocab_file`."""
+        with open(vocab_file, encoding="utf-8") as f:
+            vocab_size = sum(1 for _ in f)
+        config = BertConfig.from_preset(preset, vocab_size=vocab_size)
+        preprocessor = BertPreprocessor(vocab_file=vocab_file, lower_case=lower_case,
+                                        seq_length=seq_length,
+                                        max_seq_length=config.max_position_embeddings,
+                                        max_segments=config.type_vocab_size)
+        return cls(BertEncoder(config), preprocessor, **kwargs)
+
+    @staticmethod
+    def pretrained_encoder(ckpt):
+        """The `BertEncoder` of a read checkpoint, with its weights."""
+        encoder = BertEncoder(ckpt.config)
+        encoder.set_named_weights(ckpt.encoder_weights(), source=ckpt.weights_path)
+        return encoder
+
+    @staticmethod
+    def head_size(head, num_classes, source, what):
+        """The outputs of a saved head's `kernel`; a `num_classes` other than
+        that is one ValueError."""
+        outputs = int(head["kernel"].shape[-1])
+        if num_classes is not None and int(num_classes) != outputs:
+            raise ValueError(f"{source}: the {what} head has {outputs} outputs, but "
+                             f"num_classes={num_classes}; drop num_classes to keep the head.")
+        return outputs
+
+    def assign_head(self, head, source, what):
+        """Loads a saved head (`kernel`, `bias`) into the `logits` layer."""
+        layer = self.get_layer("logits")
+        checkpoint.assign_weights({"kernel": layer.kernel, "bias": layer.bias}, head, source,
+                                  what)
+
+    # === Training: compile() is the recipe ===
+
+    def default_loss(self):
+        raise NotImplementedError
+
+    def default_metrics(self):
+        raise NotImplementedError
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+        """`"auto"`: the recipe (see module doc); the optimizer is then built
+        by the first `fit`, which knows how many updates it will run."""
+        loss = self.default_loss() if loss == "auto" else loss
+        if metrics == "auto":
+            metrics = self.default_metrics()
+            if self.weighted_default_metrics:
+                kwargs.setdefault("weighted_metrics", metrics)
+                metrics = None
+        self._auto_optimizer = optimizer == "auto"
+        if self._auto_optimizer:  # a placeholder until fit: Keras needs one to compile
+            optimizer = keras.optimizers.AdamW(auto_learning_rate(self))
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def compile_from_config(self, config):
+        # What Keras' own does for a model whose compile() is not overridden.
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    def _compile_recipe(self, updates):
+        """The recipe's AdamW (`TrainConfig`'s defaults, the learning rate by model
+        size) for `updates` optimizer steps, under the model's strategy."""
+        train = TrainConfig(learning_rate=auto_learning_rate(self))
+        with self.distribute_strategy.scope():
+            optimizer = optimizer_for(train, updates)
+        # Keras keeps the compile() arguments; only the optimizer changes.
+        super().compile(**{**self._compile_config.config, "optimizer": optimizer})
+        self._auto_optimizer = False
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, validation_data=None,
+            sample_weight=None, shuffle=True, steps_per_epoch=None, seed=None, **kwargs):
+        """Keras `fit` on raw texts (see module doc). `batch_size` None: the
+        recipe's (16 below 10,000 texts, else 32). `validation_data`: `(x, y)`
+        or a dataset, as `x`. With `shuffle`, texts are batched as the
+        fine-tuning tasks batch them: reshuffled each epoch with `seed` (None:
+        drawn from NumPy's generator, which `keras.utils.set_random_seed`
+        seeds), in batches of similar length."""
+        if holds_ids(x):  # already preprocessed (the fine-tuning tasks' datasets)
+            return super().fit(x, y, batch_size=batch_size, epochs=epochs,
+                               validation_data=validation_data, sample_weight=sample_weight,
+                               shuffle=shuffle, steps_per_epoch=steps_per_epoch, **kwargs)
+        if kwargs.get("validation_split"):
+            raise ValueError("validation_split is not supported on texts: pass "
+                             "validation_data=(texts, labels).")
+        n = None if isinstance(x, tf.data.Dataset) else self.num_texts(x)
+        if batch_size is None and n is not None:
+            batch_size = 16 if n < recipe.LARGE_DATA else 32
+        shuffle = shuffle and n is not None  # a dataset comes batched as the user wants
+        # Replicas need equal shares: the last partial batch goes under several.
+        drop_remainder = shuffle and self.distribute_strategy.num_replicas_in_sync > 1
+        if seed is None:
+            seed = int(np.random.randint(2**31 - 1))
+        data = self.text_batches(x, y, sample_weight, batch_size, shuffle=shuffle, seed=seed,
+                                 drop_remainder=drop_remainder)
+        if shuffle and steps_per_epoch is None:  # the training stream repeats without end
+            steps_per_epoch = steps_per_epoch_of(n, batch_size, drop_remainder)
+        if validation_data is not None:
+            validation_data = self.text_batches(*_validation_parts(validation_data),
+                                                batch_size=batch_size)
+        if getattr(self, "_auto_optimizer", False):
+            steps = steps_per_epoch or _count_batches(data)
+            self._compile_recipe(max(1, steps * epochs))
+        # shuffle=False: the text batches are shuffled above, before tokenization.
+        return super().fit(data, epochs=epochs, validation_data=validation_data,
+                           steps_per_epoch=steps_per_epoch, shuffle=False, **kwargs)
+
+    def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
+        if holds_ids(x):
+            return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight,
+                                    **kwargs)
+        return super().evaluate(self.text_batches(x, y, sample_weight, batch_size), **kwargs)
+
+    # === Keras plumbing ===
+
+    def get_config(self):
+        return {**super().get_config(),
+                "preprocessor": keras.layers.serialize(self.preprocessor)}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["preprocessor"] = keras.layers.deserialize(config["preprocessor"])
+        return super().from_config(config)
+
+
+def auto_learning_rate(model):
+    return recipe.auto_learning_rate(model.encoder.config.hidden_size)
+
+
+def _count_batches(dataset):
+    count = int(dataset.cardinality())
+    if count < 0:  # unknown (filtered or generated): count it once
+        count = int(dataset.reduce(0, lambda c, _: c + 1))
+    return count
+
+
+def _validation_parts(validation_data):
+    if isinstance(validation_data, tf.data.Dataset):
+        return validation_data, None, None
+    if not isinstance(validation_data, (tuple, list)) or len(validation_data) not in (2, 3):
+        raise ValueError("validation_data must be (texts, labels[, weights]) or a "
+                         "tf.data.Dataset of (texts, labels).")
+    return tuple(validation_data) + (None,) * (3 - len(validation_data))

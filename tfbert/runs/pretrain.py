@@ -185,7 +185,7 @@ class PretrainConfig:
         for section, cls in (("train", PretrainTrainConfig), ("pretrain", PretrainSettings)):
             if not isinstance(getattr(self, section), cls):
                 raise ValueError(f"{name}.{section}: expected a mapping or {cls.__name__}, "
-                                f"got {getattr(self, section)!r:.60}.")
+                                 f"got {getattr(self, section)!r:.60}.")
         config_loader.validate(self)
         if self.pretrain.budget_minutes:
             _check_budget(self)

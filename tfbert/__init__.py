@@ -1,7 +1,7 @@
 """tfbert: BERT for TensorFlow/Keras 3, from raw text to a served model.
 
 Top level: `BertConfig`, `BertEncoder`, `BertPreprocessor`, the strings-in
-models `TextClassifier`, `SentenceEncoder` and `CrossEncoder`, and the
+models `TextClassifier`, `TokenClassifier`, `SentenceEncoder` and `CrossEncoder`, and the
 converters in `tfbert.convert` (`from_huggingface`, `from_google`).
 """
 
@@ -11,9 +11,10 @@ from tfbert.models.cross_encoder import CrossEncoder
 from tfbert.encoder import BertEncoder
 from tfbert.models.sentence_encoder import SentenceEncoder
 from tfbert.models.text_classifier import TextClassifier
+from tfbert.models.token_classifier import TokenClassifier
 from tfbert.text.preprocessor import BertPreprocessor
 
 __version__ = "0.1.0"
 
 __all__ = ["BertConfig", "BertEncoder", "BertPreprocessor", "CrossEncoder", "SentenceEncoder",
-           "TextClassifier", "convert"]
+           "TextClassifier", "TokenClassifier", "convert"]

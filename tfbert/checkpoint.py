@@ -6,7 +6,8 @@
                                "lower_case": bool, "source": str,
                                "sentence": SentenceSettings (optional),
                                "cross_encoder": CrossEncoderSettings (optional),
-                               "text_classifier": TextClassifierSettings (optional)}
+                               "text_classifier": TextClassifierSettings (optional),
+                               "token_classifier": TokenClassifierSettings (optional)}
     <dir>/model.safetensors  weights by name: "encoder/<encoder weight name>",
                              and optional heads "mlm/...", "nsp/...",
                              "sentence_dense/..." (SentenceEncoder dense layer),
@@ -90,8 +91,22 @@ class TextClassifierSettings:
         config_loader.validate(self)
 
 
+@dataclasses.dataclass
+class TokenClassifierSettings:
+    """The `token_classifier` section: what `TokenClassifier.from_pretrained`
+    needs beyond the head's weights."""
+
+    label_list: Optional[list] = None
+    seq_length: Optional[int] = at_least(2, None)
+    dropout: float = in_range(0.0, 1.0, 0.1, high_open=True)
+
+    def __post_init__(self):
+        config_loader.validate(self)
+
+
 SECTIONS = {"sentence": SentenceSettings, "cross_encoder": CrossEncoderSettings,
-            "text_classifier": TextClassifierSettings}
+            "text_classifier": TextClassifierSettings,
+            "token_classifier": TokenClassifierSettings}
 
 
 @dataclasses.dataclass
@@ -106,6 +121,7 @@ class Checkpoint:
     sentence: Optional[SentenceSettings] = None
     cross_encoder: Optional[CrossEncoderSettings] = None
     text_classifier: Optional[TextClassifierSettings] = None
+    token_classifier: Optional[TokenClassifierSettings] = None
 
     @property
     def vocab_file(self):
@@ -160,16 +176,16 @@ def assign_weights(variables, weights, source, what):
 
 def save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
                     head_weights=None, source="", sentence=None, cross_encoder=None,
-                    text_classifier=None):
+                    text_classifier=None, token_classifier=None):
     """Writes a checkpoint directory atomically.
 
     `vocab_file`: the path of `vocab.txt`, or the token list itself (a
     model's `preprocessor.vocab.tokens`).
     `encoder_weights`: `{name: array}` as `BertEncoder.get_named_weights()`.
     `head_weights`: optional `{"mlm": {...}, "nsp": {...}}`.
-    `sentence`, `cross_encoder`, `text_classifier`: optional settings
-    sections, each its dataclass (`SentenceSettings`, ...) or a dict of its
-    fields.
+    `sentence`, `cross_encoder`, `text_classifier`, `token_classifier`:
+    optional settings sections, each its dataclass (`SentenceSettings`, ...)
+    or a dict of its fields.
     """
     tokens = None if isinstance(vocab_file, (str, os.PathLike)) else list(vocab_file)
     if tokens is None and not os.path.isfile(vocab_file):
@@ -185,7 +201,8 @@ def save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
         "source": source,
     }
     for name, section in (("sentence", sentence), ("cross_encoder", cross_encoder),
-                          ("text_classifier", text_classifier)):
+                          ("text_classifier", text_classifier),
+                          ("token_classifier", token_classifier)):
         if section is not None:
             if not dataclasses.is_dataclass(section):
                 section = config_loader.from_dict(SECTIONS[name], dict(section),

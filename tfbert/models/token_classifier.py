@@ -31,7 +31,6 @@ Example (a random tiny encoder; `from_pretrained(dir, label_list=...)` for real 
 ['Flights', 'to', 'Paris', '.']
 """
 
-import json
 import os
 import weakref
 
@@ -40,7 +39,6 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert import checkpoint
-from tfbert.atomic import atomic_dir
 from tfbert.data.batching import training_batches
 from tfbert.models.encoder_model import EncoderModel
 from tfbert.models.strings_model import StringsModel
@@ -169,17 +167,13 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
         `num_classes` must agree with the head)."""
         ckpt = checkpoint.read_checkpoint(checkpoint_dir)
         encoder = cls.pretrained_encoder(ckpt)
-        _, meta = checkpoint.read_meta(checkpoint_dir)
-        settings = meta.get(SECTION) or {}
-        if not isinstance(settings, dict):
-            raise ValueError(f"{checkpoint_dir}: {SECTION!r} in config.json must be a JSON "
-                             f"object, got {settings!r:.60}.")
+        settings = ckpt.token_classifier
         head = ckpt.prefixed_weights(SECTION) if settings else {}
         if head:
             num_classes = cls.head_size(head, num_classes, ckpt.weights_path, "token classifier")
-            label_list = label_list or settings.get("label_list")
-            seq_length = settings.get("seq_length", seq_length)
-            kwargs.setdefault("dropout", settings.get("dropout", 0.1))
+            label_list = label_list or settings.label_list
+            seq_length = settings.seq_length or seq_length
+            kwargs.setdefault("dropout", settings.dropout)
         preprocessor = BertPreprocessor.from_pretrained(checkpoint_dir, seq_length=seq_length)
         model = cls(encoder, preprocessor, num_classes=num_classes, label_list=label_list,
                     **kwargs)
@@ -488,33 +482,20 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
     def settings(self):
         """What `save_pretrained` writes beside the weights (config.json's
         `token_classifier` section)."""
-        return {"label_list": self.label_list, "seq_length": self.preprocessor.seq_length,
-                "dropout": self.dropout}
+        return checkpoint.TokenClassifierSettings(
+            label_list=self.label_list, seq_length=self.preprocessor.seq_length,
+            dropout=self.dropout)
 
     def save_pretrained(self, out_dir, source="tfbert.TokenClassifier"):
         """A tfbert checkpoint (encoder, `token_classifier/*` head, vocabulary
         and `settings()`) that `from_pretrained` reads; its encoder serves any
         other task too."""
         head = self.get_layer("logits")
-        with atomic_dir(out_dir) as tmp:
-            inner = checkpoint.save_checkpoint(
-                os.path.join(tmp, "checkpoint"), self.encoder.config,
-                self.encoder.get_named_weights(), self.preprocessor.vocab.tokens,
-                self.preprocessor.lower_case, source=source,
-                head_weights={SECTION: {"kernel": head.kernel.numpy(),
-                                        "bias": head.bias.numpy()}})
-            # checkpoint.save_checkpoint has no token_classifier section: added here,
-            # inside the same atomic write.
-            config_path = os.path.join(inner, checkpoint.CONFIG_FILE)
-            with open(config_path, encoding="utf-8") as f:
-                meta = json.load(f)
-            meta[SECTION] = self.settings()
-            with open(config_path, "w", encoding="utf-8") as f:
-                json.dump(meta, f, indent=2, sort_keys=True)
-            for name in os.listdir(inner):
-                os.replace(os.path.join(inner, name), os.path.join(tmp, name))
-            os.rmdir(inner)
-        return out_dir
+        return checkpoint.save_checkpoint(
+            out_dir, self.encoder.config, self.encoder.get_named_weights(),
+            self.preprocessor.vocab.tokens, self.preprocessor.lower_case, source=source,
+            head_weights={SECTION: {"kernel": head.kernel.numpy(), "bias": head.bias.numpy()}},
+            token_classifier=self.settings())
 
     # === Keras plumbing ===
 

@@ -7,6 +7,7 @@ from keras import ops
 
 from tfbert.config import BertConfig
 from tfbert.layers.embeddings import BertEmbeddings
+from tfbert.layers.layer_norm import LayerNorm
 from tfbert.layers.transformer_block import TransformerBlock
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
@@ -77,7 +78,7 @@ class BertEncoder(keras.Model):
         # Pre-LN blocks leave the residual stream unnormalized: one norm at the end.
         final_layer_norm = None
         if config.norm_first:
-            final_layer_norm = keras.layers.LayerNormalization(
+            final_layer_norm = LayerNorm(
                 epsilon=config.layer_norm_eps, dtype=policy, name="final_layer_norm"
             )
         pooler = keras.layers.Dense(

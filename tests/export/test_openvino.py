@@ -214,6 +214,27 @@ def test_export_writes_a_versioned_ir_atomically(tiny):
     assert metadata["text"] == {"lower_case": True, "seq_length": 32, "truncation": "round_robin"}
 
 
+def test_the_encoder_converts_into_openvinos_fused_ops(tiny):
+    """The encoder's LayerNorm and GELU are written in the forms OpenVINO fuses
+    (tfbert.layers.layer_norm, tfbert.layers.activations): each layer norm is
+    one MVN and each GELU one Gelu, not a dozen elementwise ops
+    (docs/cpu_speed.md, tfbert's export on OpenVINO)."""
+    import collections
+
+    import openvino as ov
+
+    _, ir = tiny
+    layers = BertConfig.from_preset("tiny").num_layers
+    model = ov.Core().read_model(os.path.join(ir, "model.xml"))
+    converted = collections.Counter(op.get_type_name() for op in model.get_ops())
+    assert converted["MVN"] == 2 * layers + 1, converted  # embeddings + two per layer
+    assert converted["Gelu"] == layers and not converted["Erf"], converted
+    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    runtime = collections.Counter(op.get_rt_info()["layerType"].astype(str)
+                                  for op in compiled.get_runtime_model().get_ops())
+    assert runtime["MVN"] == 2 * layers + 1, dict(runtime)
+
+
 def test_empty_batch_empty_and_invalid_utf8_strings(tiny):
     saved, ir = tiny
     model = OpenVINOModel(ir)

@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from tfbert.layers.layer_norm import LayerNorm
+
 
 @keras.saving.register_keras_serializable(package="tfbert")
 class BertEmbeddings(keras.layers.Layer):
@@ -59,7 +61,7 @@ class BertEmbeddings(keras.layers.Layer):
             type_vocab_size, width, embeddings_initializer=init,
             dtype=self.dtype_policy, name="token_type_embeddings",
         )
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = LayerNorm(
             epsilon=layer_norm_eps, dtype=self.dtype_policy, name="layer_norm"
         )
         self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from tfbert.layers.activations import get_activation
+from tfbert.layers.layer_norm import LayerNorm
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
@@ -53,7 +54,7 @@ class MaskedLMHead(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="transform",
         )
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = LayerNorm(
             epsilon=layer_norm_eps, dtype=self.dtype_policy, name="layer_norm"
         )
 

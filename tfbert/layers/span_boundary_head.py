@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from tfbert.layers.activations import get_activation
+from tfbert.layers.layer_norm import LayerNorm
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
@@ -42,12 +43,10 @@ class SpanBoundaryHead(keras.layers.Layer):
         policy = self.dtype_policy
         self.transform_1 = keras.layers.Dense(hidden_size, activation=get_activation(hidden_act),
                                               kernel_initializer=init, dtype=policy, name="transform_1")
-        self.layer_norm_1 = keras.layers.LayerNormalization(epsilon=layer_norm_eps, dtype=policy,
-                                                            name="layer_norm_1")
+        self.layer_norm_1 = LayerNorm(epsilon=layer_norm_eps, dtype=policy, name="layer_norm_1")
         self.transform_2 = keras.layers.Dense(hidden_size, activation=get_activation(hidden_act),
                                               kernel_initializer=init, dtype=policy, name="transform_2")
-        self.layer_norm_2 = keras.layers.LayerNormalization(epsilon=layer_norm_eps, dtype=policy,
-                                                            name="layer_norm_2")
+        self.layer_norm_2 = LayerNorm(epsilon=layer_norm_eps, dtype=policy, name="layer_norm_2")
 
     @property
     def vocab_size(self):

@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from tfbert.layers.activations import get_activation
+from tfbert.layers.layer_norm import LayerNorm
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
@@ -64,7 +65,7 @@ class TransformerBlock(keras.layers.Layer):
             name="self_attention",
         )
         self.attention_dropout = keras.layers.Dropout(dropout_rate, dtype=policy)
-        self.attention_layer_norm = keras.layers.LayerNormalization(
+        self.attention_layer_norm = LayerNorm(
             epsilon=layer_norm_eps, dtype=policy, name="attention_layer_norm"
         )
         self.intermediate_dense = keras.layers.Dense(
@@ -78,7 +79,7 @@ class TransformerBlock(keras.layers.Layer):
             hidden_size, kernel_initializer=init, dtype=policy, name="output_dense"
         )
         self.output_dropout = keras.layers.Dropout(dropout_rate, dtype=policy)
-        self.output_layer_norm = keras.layers.LayerNormalization(
+        self.output_layer_norm = LayerNorm(
             epsilon=layer_norm_eps, dtype=policy, name="output_layer_norm"
         )
 

@@ -68,20 +68,21 @@ def changed_copy(w, name, src, edit):
     return str(out)
 
 
-def cross_encoder_config(w, name, **section):
+def with_section(w, name, src, section, values):
+    """A copy of checkpoint `w[src]` whose config.json `section` has `values` too."""
     def edit(d):
         config = json.loads((d / "config.json").read_text())
-        config["cross_encoder"].update(section)
+        config[section].update(values)
         (d / "config.json").write_text(json.dumps(config))
-    return CrossEncoder.from_pretrained(changed_copy(w, name, w["ce_dir"], edit))
+    return changed_copy(w, name, w[src], edit)
 
 
-def sentence_config(w, name, **section):
-    def edit(d):
-        config = json.loads((d / "config.json").read_text())
-        config["sentence"].update(section)
-        (d / "config.json").write_text(json.dumps(config))
-    return SentenceEncoder.from_pretrained(changed_copy(w, name, w["bi_dir"], edit))
+def cross_encoder_config(w, name, **values):
+    return CrossEncoder.from_pretrained(with_section(w, name, "ce_dir", "cross_encoder", values))
+
+
+def sentence_config(w, name, **values):
+    return SentenceEncoder.from_pretrained(with_section(w, name, "bi_dir", "sentence", values))
 
 
 def truncate(path):

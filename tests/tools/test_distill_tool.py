@@ -31,7 +31,7 @@ def teacher_and_data(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("distill_tool")
     vocab = os.path.join(DATA, "vocab.txt")
     write_pretraining_data(os.path.join(DATA, "corpus.txt"), str(tmp / "data"),
-                           BertTokenizer(vocab_file=vocab, lower_case=True), max_seq_length=32,
+                           BertTokenizer(vocab_file=vocab, lower_case=True), seq_length=32,
                            next_sentence_task="none", log=lambda *a: None)
     keras.utils.set_random_seed(0)
     teacher = BertPretrainer(BertEncoder(BertConfig.from_preset(

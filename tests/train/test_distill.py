@@ -66,7 +66,7 @@ def test_general_distillation_brings_student_mlm_closer_to_teacher(tmp_path):
 
     vocab = os.path.join(DATA, "vocab.txt")
     write_pretraining_data(os.path.join(DATA, "corpus.txt"), str(tmp_path / "data"),
-                           BertTokenizer(vocab_file=vocab, lower_case=True), max_seq_length=32,
+                           BertTokenizer(vocab_file=vocab, lower_case=True), seq_length=32,
                            next_sentence_task="none", log=lambda *a: None)
     files = str(tmp_path / "data" / "*.tfrecord")
     masker = MaskedLMMasker.from_vocab(vocab, max_predictions=5)

@@ -30,6 +30,13 @@ def check_ids(inputs, vocab_size, type_vocab_size):
     mask = inputs["input_mask"]
     checks.append(tf.debugging.assert_equal(
         tf.logical_or(mask == 0, mask == 1), True, message="input_mask must hold 0 or 1"))
+    # Shapes that disagree would be broadcast inside the encoder, not refused.
+    shape = tf.shape(inputs["input_word_ids"])
+    for name in ("input_mask", "input_type_ids"):
+        checks.append(tf.debugging.assert_equal(
+            tf.shape(inputs[name]), shape,
+            message=f"input_word_ids, input_mask and input_type_ids must have one shape "
+                    f"[batch, seq]; {name} differs"))
     with tf.control_dependencies(checks):
         return {k: tf.identity(v) for k, v in inputs.items()}
 

@@ -1,6 +1,7 @@
 """The layout's import rules (docs/architecture.md), checked on the source's AST.
 
-Data flows one way: text -> encoder -> models -> tasks -> train/export -> tools.
+Data flows one way: text -> encoder -> models -> tasks -> train -> runs -> tools,
+with export/'s writers under models/ (never importing models/, tasks/ or runs/).
 The lower layers (text/, layers/, encoder.py, config.py, train/, metrics/,
 data/) never import models/, tasks/, export/ or tools, and no module of
 tfbert/ imports itself back through a cycle; neither does a subpackage
@@ -126,16 +127,6 @@ def test_import_walker_sees_every_form(tmp_path, source, expected):
 
 # === Subpackages as nodes ===
 
-# Package edges that close a cycle today, each with why; test_allowed_edges_still_exist
-# fails once an edge is gone, so the entry goes with it.
-ALLOWED_PACKAGE_EDGES = {
-    # CrossEncoder.export (and the text classifier's) call the export package's writers
-    # (export_task_model, compiled_call) lazily, while export.checkpoint_export builds a
-    # BertPretrainer: models <-> export. Issue 50 (the text-task base) settles it.
-    ("tfbert.models", "tfbert.export"),
-}
-
-
 def package_of(name):
     """`tfbert.text.vocab` -> `tfbert.text`; a root module (`tfbert.checkpoint`) is its own node."""
     return ".".join(name.split(".")[:2])
@@ -158,16 +149,17 @@ def package_graph(graph):
 def test_no_package_cycles():
     graph = package_graph(internal_graph())
     assert {"tfbert.text", "tfbert.data", "tfbert.models"} <= set(graph)
-    for source, target in ALLOWED_PACKAGE_EDGES:
-        graph[source].discard(target)
     cycles = find_cycles(graph)
     assert not cycles, "\n".join(cycles)
 
 
-def test_allowed_edges_still_exist():
-    graph = package_graph(internal_graph())
-    gone = [f"{s} -> {t}" for s, t in ALLOWED_PACKAGE_EDGES if t not in graph.get(s, ())]
-    assert not gone, f"no longer imported, remove from ALLOWED_PACKAGE_EDGES: {gone}"
+def test_export_writers_never_import_models_tasks_or_runs():
+    """export/ sits under models/: a strings-in model's export() calls its writers."""
+    bad = [f"{name} imports {m}" for name, path in modules().items()
+           if within(name, ("tfbert.export",))
+           for m in imports_of(path, name)
+           if within(m, ("tfbert.models", "tfbert.tasks", "tfbert.runs"))]
+    assert not bad, "\n".join(bad)
 
 
 def test_package_graph_folds_modules():

@@ -35,7 +35,7 @@
 when it breaks the op rule (only core TF ops plus FastBertNormalize and
 FastWordpieceTokenizeWithOffsets). Settings may also come from `--config`
 YAML (ExportConfig fields) and `--set key=value`. The work is
-`tfbert.export.checkpoint_export` (`export`, `check`); `--format=openvino`
+`tfbert.runs.export` (`export`, `check`); `--format=openvino`
 reads a SavedModel, not a checkpoint (`tfbert.export.openvino`), and takes
 its settings from the flags only.
 """
@@ -47,7 +47,7 @@ from absl import app, flags
 
 from tfbert import config_loader
 from tfbert.export import tflite
-from tfbert.export.checkpoint_export import (FORMATS, KINDS, QUANTIZATIONS, ExportConfig, check,
+from tfbert.runs.export import (FORMATS, KINDS, QUANTIZATIONS, ExportConfig, check,
                                              export)
 
 flags.DEFINE_string("config", None, "YAML file with ExportConfig fields.")

@@ -126,8 +126,8 @@ def test_rows_reader_and_task_errors(tmp_path, pointwise, listwise):
                                          r"\['softmax', 'bce'\], got 'hinge'"):
         get_task("cross_encoder")({"loss": "hinge"})
     with pytest.raises(ValueError, match=r"task cross_encoder: pooling: must be one of "
-                                         r"\['cls', 'mean'\], got 'max'"):
-        get_task("cross_encoder")({"pooling": "max"})
+                                         r"\['cls', 'mean', 'max'\], got 'avg'"):
+        get_task("cross_encoder")({"pooling": "avg"})
 
 
 def test_rerank_metrics_ties_count_against_the_query():

@@ -12,7 +12,7 @@ Example:
 >>> import numpy as np
 >>> tokens = np.array([[[1.0, 4.0], [3.0, 0.0], [9.0, 9.0]]], "float32")
 >>> mask = np.array([[1, 1, 0]], "int32")
->>> [pool_tokens(tokens, mask, mode).numpy().tolist() for mode in POOLING]
+>>> [np.asarray(pool_tokens(tokens, mask, mode)).tolist() for mode in POOLING]
 [[[1.0, 4.0]], [[2.0, 2.0]], [[3.0, 4.0]]]
 """
 

@@ -35,7 +35,7 @@ import safetensors.numpy
 from tfbert.atomic import DestinationError, atomic_dir  # noqa: F401  (DestinationError: re-exported)
 from tfbert import config_loader
 from tfbert.config import BertConfig
-from tfbert.config_loader import at_least, in_range, one_of
+from tfbert.config_loader import at_least, in_range, one_of, renamed
 from tfbert.layers.pooling import POOLING
 
 FORMAT = "tfbert-checkpoint"
@@ -48,6 +48,8 @@ VOCAB_FILE = "vocab.txt"
 DENSE_ACTIVATIONS = ("tanh", "linear")
 
 
+# `max_seq_length`: the key's name in checkpoints written before `seq_length`.
+@renamed(max_seq_length="seq_length")
 @dataclasses.dataclass
 class SentenceSettings:
     """The `sentence` section: how a `SentenceEncoder` turns tokens into one
@@ -64,6 +66,7 @@ class SentenceSettings:
         config_loader.validate(self)
 
 
+@renamed(max_seq_length="seq_length")
 @dataclasses.dataclass
 class CrossEncoderSettings:
     """The `cross_encoder` section: a `CrossEncoder`'s pair length and pooling."""
@@ -269,10 +272,6 @@ def read_section(meta, name, config_path):
         return None
     if not isinstance(section, dict):
         raise ValueError(f"{config_path}: {name!r} must be a JSON object, got {section!r:.60}.")
-    section = dict(section)
-    if "max_seq_length" in section:  # the key's name in checkpoints written before seq_length
-        if "seq_length" in section:
-            raise ValueError(f"{config_path}:{name}: has both seq_length and max_seq_length "
-                             "(its old name); keep seq_length.")
-        section["seq_length"] = section.pop("max_seq_length")
-    return config_loader.from_dict(SECTIONS[name], section, source=f"{config_path}:{name}")
+    # warn=False: tfbert wrote the file, under the key names of its version.
+    return config_loader.from_dict(SECTIONS[name], section, source=f"{config_path}:{name}",
+                                   warn=False)

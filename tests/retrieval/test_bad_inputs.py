@@ -182,7 +182,7 @@ CASES = [
         w, "ce_neg", seq_length=-3), r"config\.json:cross_encoder: seq_length: must be >= 2, got -3"),
     ("from_pretrained: config seq_length under both names", lambda w: cross_encoder_config(
         w, "ce_both", max_seq_length=64),
-     r"config\.json:cross_encoder: has both seq_length and max_seq_length"),
+     r"config\.json:cross_encoder: max_seq_length and seq_length are one setting"),
     ("from_pretrained: config pooling unknown", lambda w: cross_encoder_config(
         w, "ce_pool", pooling="max2"),
      r"config\.json:cross_encoder: pooling: must be one of \['cls', 'mean', 'max'\], got 'max2'"),

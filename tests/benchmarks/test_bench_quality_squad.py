@@ -6,12 +6,13 @@ only, on two seeds (slow).
   file is too small to hold out a slice worth choosing on, so the last epoch
   is kept; question answering's default floor is 600, measured over 5 seeds
   by `benchmarks/bench_quality.py`)
-  trains models that answer on every seed, well above always-unanswerable,
-  and their mean F1 is within 5 points of the transformers reference trained
-  on the same recipe, data and weights (`benchmarks/bench_quality.py`; one
-  reference seed: it takes twice tfbert's time on CPU). The BERT
-  paper's SQuAD recipe (batch 32, 2 epochs) gets about 10 optimizer steps here
-  and answers "" to everything: the failure this test exists to catch.
+  trains models that answer on every seed, well above always-unanswerable.
+  The BERT paper's SQuAD recipe (batch 32, 2 epochs) gets about 10 optimizer
+  steps here and answers "" to everything: the failure this test exists to
+  catch. (The comparison with the transformers reference on the same recipe,
+  data and weights is `benchmarks/bench_quality.py --tasks=squad`, 5 seeds, in
+  docs/quality.md: its run takes twice tfbert's time on CPU, more than CI
+  can spend on one test.)
 - The exported SavedModel, reloaded in a fresh process, answers raw strings
   exactly like `predict` (contexts of 3+ windows), and the official-format
   prediction files score like the run.
@@ -23,12 +24,10 @@ are new combinations and orders.
 
 import json
 import os
-import statistics
 
 import numpy as np
 import pytest
 
-from benchmarks import bench_quality
 from benchmarks.common.squad_docs import build_squad_docs
 from tfbert.metrics.squad import squad_scores
 from tfbert.tasks.question_answering import QuestionAnsweringTask
@@ -55,7 +54,7 @@ print(json.dumps({"answer": [a.decode() for a in out["answer"].numpy()],
 """
 
 
-def small_task(name, data_dir):
+def small_task(data_dir):
     """Short windows keep the test quick: every context needs 3+ of them."""
     return QuestionAnsweringTask(dict(
         train_file=os.path.join(data_dir, "squad", "train.json"),
@@ -63,22 +62,20 @@ def small_task(name, data_dir):
         seq_length=64, doc_stride=32, max_query_length=32, max_answer_length=12))
 
 
-def test_squad_defaults_answer_on_every_seed_and_serve(tmp_path, minilm_dir, monkeypatch,
-                                                       run_python):
+def test_squad_defaults_answer_on_every_seed_and_serve(tmp_path, minilm_dir, run_python):
     from tfbert.convert import from_huggingface
 
     data = tmp_path / "data"
     build_squad_docs(str(data / "squad"), train_paragraphs=50, dev_paragraphs=20,
                      functions_per_paragraph=6)
     checkpoint = from_huggingface(str(minilm_dir), str(tmp_path / "minilm"))
-    monkeypatch.setattr(bench_quality, "task_for", small_task)
     dev = json.load(open(data / "squad" / "dev.json", encoding="utf-8"))["data"][0]["paragraphs"]
     gold = {qa["id"]: [a["text"] for a in qa["answers"]] for p in dev for qa in p["qas"]}
     never_answers = squad_scores(gold, {q: "" for q in gold})["f1"]  # 33.3
 
-    ours, theirs, first = [], [], None
+    ours, first = [], None
     for seed in SEEDS:
-        task = small_task("squad", str(data))
+        task = small_task(str(data))
         result = finetune(task, TrainConfig(seed=seed, min_steps=MIN_STEPS, verbose=0),
                           str(tmp_path / f"run{seed}"),
                           init_checkpoint=checkpoint,
@@ -90,12 +87,6 @@ def test_squad_defaults_answer_on_every_seed_and_serve(tmp_path, minilm_dir, mon
         print(f"seed {seed}: recipe {recipe}, epoch {result.best_epoch} chosen on "
               f"{result.selected_on!r}; tfbert F1 {scores['f1']:.1f} ({answers} of {len(gold)} "
               f"answered)")
-        if seed == SEEDS[0]:
-            reference = bench_quality.reference_run("squad", str(data), checkpoint,
-                                                    str(minilm_dir), recipe, seed)
-            print(f"reference, seed {seed}: F1 {reference['f1']:.1f} "
-                  f"({reference['answers']} answered)")
-            theirs.append(reference["f1"])
         assert recipe["epochs"] > 3  # small data: more passes (300+ steps), not 2-3 epochs
         # 10% of 50 paragraphs is 5: too few to choose on; all 50 train, the last epoch is kept.
         assert result.selected_on.startswith("none (10% of 50 paragraphs is 5")
@@ -103,7 +94,6 @@ def test_squad_defaults_answer_on_every_seed_and_serve(tmp_path, minilm_dir, mon
         assert scores["f1"] > never_answers + 25
         ours.append(scores["f1"])
         first = first or (task, result)
-    assert statistics.fmean(ours) >= statistics.fmean(theirs) - 5.0
 
     # Seed 0's export, reloaded in a fresh process, answers like the in-memory model.
     task, result = first

@@ -348,9 +348,11 @@ def test_sigterm_budget_run_resumes_with_the_remaining_budget(records, tmp_path)
           f"{summary['seconds']:.2f} s; total {summary['budget_seconds_spent']:.2f} s")
     # The clock saved with the step; the log's is later by the save and the epoch's evaluation.
     assert spent_first - 3.0 < restored <= spent_first
+    # The second run spends only what was left: its clock goes on from the
+    # restored one to the budget (a fresh clock would end near restored + budget).
+    # Its wall time (summary["seconds"]) also holds start-up and restore, ~10 s
+    # under load, so the clock is what is checked.
     assert budget <= summary["budget_seconds_spent"] < budget + 5.0
-    # The second run spends only what was left.
-    assert summary["seconds"] < budget - spent_first + 6.0  # a fresh clock: ~budget
     assert float(read_log(model_dir)[-1]["learning_rate"]) < 0.05 * 2e-3
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfbert import BertEncoder
+from tfbert import BertEncoder, TokenClassifier
 from tfbert.tasks.tagging import IGNORE, TaggingConfig, TaggingTask
 
 CONLL = ("-DOCSTART- -X- -X- O\n\n"
@@ -97,6 +97,11 @@ def test_raw_strings_words_and_offsets(tiny_config, make_preprocessor):
     # Tags are the argmax at each word's first piece.
     logits = model(task.preprocessor(tf.constant(["Tom"])))
     assert task.predict(model, ["Tom"])[0][0][1] == task.label_list[int(np.argmax(logits[0, 1]))]
+    # The task's model is the strings-in TokenClassifier a user's fit trains:
+    # its own predict gives the task's words, tags and offsets.
+    assert isinstance(model, TokenClassifier) and model.label_list == task.label_list
+    assert [[(w["word"], w["tag"], w["start"], w["end"]) for w in row]
+            for row in model.predict(text, verbose=0)] == out
 
 
 def test_bad_input_errors(tmp_path, conll, make_preprocessor):

@@ -32,7 +32,7 @@ from tfbert.config_loader import at_least, in_range, one_of, validate
 from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
 from tfbert.metrics import seqeval
-from tfbert.models.token_classifier import BertTokenClassifier
+from tfbert.models.token_classifier import TokenClassifier
 # IGNORE and piece_labels are imported from here too (tests, tagging users).
 from tfbert.models.word_labels import (IGNORE, best_window_word_logits, ids_outputs,  # noqa: F401
                                        pack_words, packed_labels, piece_labels, tag_strings,
@@ -200,8 +200,9 @@ class TaggingTask(Task):
     # === Model, loss, metrics ===
 
     def build_model(self, encoder):
-        return BertTokenClassifier(encoder, num_classes=len(self.label_list),
-                                   dropout=self.config.dropout)
+        """The `TokenClassifier` a user's `fit` trains (same head, same outputs)."""
+        return TokenClassifier(encoder, self.preprocessor, label_list=self.label_list,
+                               dropout=self.config.dropout)
 
     def loss(self):
         return tagging_loss()

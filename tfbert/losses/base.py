@@ -8,7 +8,14 @@ COLUMNS = ("anchor", "positive", "negative")
 
 class SentenceLoss(keras.Model):
     """A trainable wrapper around a `SentenceEncoder`: `call` embeds each
-    column with the shared encoder, `compute_loss` turns them into a loss."""
+    column with the shared encoder, `compute_loss` turns them into a loss.
+
+    `num_columns`: how many text columns a row has (anchor, positive[,
+    negative]); `targets`: what `fit` takes as `y` ("scores", "labels" or
+    None), as `SentenceEncoder.fit` checks them."""
+
+    num_columns = (2, 3)
+    targets = None
 
     def __init__(self, model, **kwargs):
         super().__init__(**kwargs)

@@ -22,6 +22,9 @@ from tfbert.losses.base import SentenceLoss, cosine_similarity
 class CosineSimilarityLoss(SentenceLoss):
     """MSE of cosine(anchor, positive) against a score per pair."""
 
+    num_columns = (2,)
+    targets = "scores"
+
     def call(self, inputs, training=False):
         emb = self.embed(inputs, training=training)
         return cosine_similarity(emb["anchor"], emb["positive"])

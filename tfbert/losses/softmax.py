@@ -24,6 +24,9 @@ from tfbert.losses.base import SentenceLoss
 class SoftmaxLoss(SentenceLoss):
     """Cross-entropy of a linear classifier on `(u, v, |u - v|)`."""
 
+    num_columns = (2,)
+    targets = "labels"
+
     def __init__(self, model, num_labels, **kwargs):
         super().__init__(model, **kwargs)
         if int(num_labels) < 2:

@@ -22,6 +22,8 @@ from tfbert.losses.base import SentenceLoss
 class TripletLoss(SentenceLoss):
     """Hinge on Euclidean distances: anchor-positive + margin < anchor-negative."""
 
+    num_columns = (3,)
+
     def __init__(self, model, margin=5.0, **kwargs):
         super().__init__(model, **kwargs)
         self.margin = float(margin)

@@ -11,12 +11,22 @@ from keras import ops
 from tfbert import checkpoint
 from tfbert.checkpoint import DENSE_ACTIVATIONS, SentenceSettings
 from tfbert.config_loader import check_int
+from tfbert.data.batching import epoch_batches
+from tfbert.data.batching import steps_per_epoch as steps_per_epoch_of
 from tfbert.encoder import INPUT_NAMES, BertEncoder
 from tfbert.layers.pooling import check_pooling, pool_tokens
+from tfbert.losses import MultipleNegativesRankingLoss
+from tfbert.losses.base import SentenceLoss
+from tfbert.models.strings_model import count_batches
+from tfbert.models.text_data import holds_ids, text_column
 from tfbert.text.packer import trim_to_longest
 from tfbert.text.preprocessor import BertPreprocessor
 from tfbert.text.windows import (WINDOW_MODES, count_windows, pack_windows, pool_windows,
                                  window_batches)
+from tfbert.train import recipe
+from tfbert.train.optimizer import optimizer_for
+from tfbert.train.recipe import auto_learning_rate
+from tfbert.train.train_config import TrainConfig
 
 # Inputs above this count get a progress bar in `encode` (keras Progbar).
 PROGRESS_MIN = 10000
@@ -34,6 +44,9 @@ class SentenceEncoder(keras.Model):
 
     `encode(texts)` goes from raw strings to a NumPy `[n, dim]` array; it
     needs the `preprocessor` (given here, or set by `from_pretrained`).
+    `compile(loss=...)` and `fit(rows of texts)` train it with a
+    `tfbert.losses` loss (in-batch negatives by default; see `fit`), and
+    `export(dir)` writes the strings-in SavedModel.
 
     Args:
         encoder: a `BertEncoder`.
@@ -188,6 +201,158 @@ class SentenceEncoder(keras.Model):
         return count_windows(self.preprocessor, texts, self.preprocessor.seq_length,
                              chunk=chunk)[0]
 
+    # === Training on texts: compile() picks the loss, fit() trains ===
+
+    def compile(self, optimizer="auto", loss="auto", **kwargs):
+        """How `fit` trains (sentence-transformers' trainer, the Keras way).
+        `loss`: a `tfbert.losses` loss built on this model (default
+        `MultipleNegativesRankingLoss(model)`, sentence-transformers' loss for
+        pairs); `optimizer`: "auto" is the fine-tuning recipe (AdamW, the
+        learning rate by model size, warmup then decay over the updates the
+        first `fit` runs) or any Keras optimizer. Other keyword arguments
+        (`jit_compile`, `steps_per_execution`) go to the loss's `compile`."""
+        if isinstance(loss, str) and loss == "auto":
+            loss = MultipleNegativesRankingLoss(self)
+        if not isinstance(loss, SentenceLoss):
+            raise TypeError(f"loss must be a tfbert.losses loss built on this model (e.g. "
+                            f"MultipleNegativesRankingLoss(model)), got {type(loss).__name__}.")
+        if loss.sentence_encoder is not self:
+            raise ValueError(f"loss: this {type(loss).__name__} wraps another SentenceEncoder; "
+                             "build it on the model you compile.")
+        # object.__setattr__: the loss holds this model, and Keras would track
+        # it as a sub-layer (a cycle in the weights) if assigned as usual.
+        object.__setattr__(self, "_training", {"loss": loss, "optimizer": optimizer,
+                                               "kwargs": kwargs})
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, validation_data=None,
+            shuffle=True, seed=None, steps_per_epoch=None, **kwargs):
+        """Trains on rows of texts with the compiled loss (`compile()` with no
+        arguments if not compiled). `x`: a tuple of 2 or 3 text columns
+        (anchor, positive[, negative]: lists of str, NumPy string arrays,
+        pandas Series), a dict of them by those names, a pandas DataFrame (its
+        columns in order; a `label` or `score` column is `y`, as
+        sentence-transformers reads a dataset), or a `tf.data.Dataset` of
+        `(columns)` or `(columns, y)`, batched or not. `y`: scores
+        (`CosineSimilarityLoss`), class ids (`SoftmaxLoss`) or nothing. With
+        `shuffle`, rows are reshuffled each epoch with `seed`; `batch_size`
+        None is the recipe's (16 below 10,000 rows, else 32). Returns Keras'
+        `History` (of the loss model, whose weights are this model's)."""
+        training = getattr(self, "_training", None)
+        if training is None:
+            self.compile()
+            training = self._training
+        loss = training["loss"]
+        data, batch_size, n = self._row_batches(loss, x, y, batch_size, shuffle, seed, "x")
+        if n is not None and shuffle and steps_per_epoch is None:
+            steps_per_epoch = steps_per_epoch_of(n, batch_size)
+        if validation_data is not None:
+            if isinstance(validation_data, tf.data.Dataset):
+                parts = (validation_data, None)
+            elif isinstance(validation_data, (tuple, list)) and len(validation_data) == 2:
+                parts = tuple(validation_data)
+            else:
+                raise ValueError("validation_data must be (x, y) or a tf.data.Dataset, as x.")
+            validation_data = self._row_batches(loss, *parts, batch_size, False, None,
+                                                "validation_data")[0]
+        optimizer = training["optimizer"]
+        if isinstance(optimizer, str) and optimizer == "auto":
+            updates = (steps_per_epoch or count_batches(data)) * epochs
+            with self.distribute_strategy.scope():
+                optimizer = optimizer_for(TrainConfig(learning_rate=auto_learning_rate(
+                    self.encoder.config.hidden_size)), max(1, updates))
+            training["optimizer"] = optimizer  # a second fit goes on with it
+        if not loss.compiled or loss.optimizer is not optimizer:
+            loss.compile(optimizer=optimizer, **training["kwargs"])
+        # shuffle=False: the rows are shuffled above, before tokenization.
+        return loss.fit(data, epochs=epochs, steps_per_epoch=steps_per_epoch,
+                        validation_data=validation_data, shuffle=False, **kwargs)
+
+    def evaluate(self, x=None, y=None, batch_size=None, **kwargs):
+        """The compiled loss on rows of texts (the forms `fit` takes)."""
+        training = getattr(self, "_training", None)
+        if training is None:
+            raise ValueError("evaluate needs the loss: call compile() first.")
+        loss = training["loss"]
+        data = self._row_batches(loss, x, y, batch_size, False, None, "x")[0]
+        if not loss.compiled:  # Keras evaluates compiled models only; no update happens
+            optimizer = training["optimizer"]
+            loss.compile(optimizer=keras.optimizers.AdamW() if optimizer == "auto" else optimizer,
+                         **training["kwargs"])
+        return loss.evaluate(data, **kwargs)
+
+    def _row_batches(self, loss, x, y, batch_size, shuffle, seed, what):
+        """`(batches, batch size, rows or None for a dataset)`: tokenized
+        `({column: ids}[, y])` batches in `tf.data`, each padded to its longest text."""
+        if holds_ids(x) or (isinstance(x, dict) and set(x) & set(INPUT_NAMES)):
+            raise TypeError(f"{what}: this model's fit takes rows of raw texts; ids go to the "
+                            "tfbert.losses model's fit.")
+        if self.preprocessor is None:
+            raise ValueError("fit needs the preprocessor (its vocabulary): pass "
+                             "preprocessor= or use from_pretrained.")
+        columns = ("anchor", "positive", "negative")
+        if isinstance(x, tf.data.Dataset):
+            ds, batched = _row_dataset(x, loss, what)
+            if not batched:
+                ds = ds.batch(batch_size or 16)
+            n = None
+        else:
+            texts, y = _row_columns(x, y, what)
+            _check_row_shape(loss, len(texts), y is not None, what)
+            n = len(texts[0])
+            parts = {name: tf.constant(list(c), tf.string) for name, c in zip(columns, texts)}
+            ds = tf.data.Dataset.from_tensor_slices(
+                parts if y is None else (parts, _row_targets(loss, y, n, what)))
+            if batch_size is None:
+                batch_size = 16 if n < recipe.LARGE_DATA else 32
+            if shuffle:
+                if seed is None:
+                    seed = int(np.random.randint(2**31 - 1))
+                ds = epoch_batches(ds, n, batch_size, seed)
+            else:
+                ds = ds.batch(batch_size)
+
+        def tokenize(texts, *targets):
+            ids = {name: trim_to_longest(self.preprocessor(t)) for name, t in texts.items()}
+            return (ids, *targets) if targets else ids
+
+        ds = ds.map(tokenize, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+        return ds, batch_size, n
+
+    # === Ways out ===
+
+    def export(self, filepath, format="tf_saved_model", jit_compile=False, truncate_dim=None,
+               long_text="truncate", doc_stride=None, doc_overlap=None, max_windows=64,
+               **kwargs):
+        """The strings-in SavedModel `tools/finetune.py --task=sentence_embedding`
+        writes: `serving_default(text)` -> `embedding` float32 `[batch, dim]`
+        (each batch padded to its longest text; `truncate_dim`: the first dims,
+        re-normalized when the model normalizes; `long_text` etc. as
+        `embed_text`), and `serving_ids` on the three id tensors. `jit_compile`:
+        the model runs under XLA at bucketed shapes (TF Serving needs
+        `--xla_cpu_compilation_enabled=true`). Other `format`s go to Keras'
+        `Model.export`."""
+        if format != "tf_saved_model":
+            return super().export(filepath, format=format, **kwargs)
+        if self.preprocessor is None:
+            raise ValueError("export needs the preprocessor (its vocabulary): pass "
+                             "preprocessor= or use from_pretrained.")
+        # export/ builds on models: imported here.
+        from tfbert.export.compiled_call import compiled_call
+        from tfbert.export.task_model import export_task_model
+
+        call = compiled_call(self, jit_compile)
+        windows = {"long_text": long_text, "doc_stride": doc_stride, "doc_overlap": doc_overlap,
+                   "max_windows": max_windows}
+        cut = lambda e: truncate_embeddings(e, truncate_dim, self)
+        return export_task_model(
+            os.fspath(filepath),
+            serve_text=lambda texts: {"embedding": cut(self.embed_text(texts["text"], call,
+                                                                       **windows))},
+            serve_ids=lambda inputs: {"embedding": cut(call(inputs))},
+            text_inputs=("text",),
+            track=[self, self.preprocessor],
+            warmup_shapes=call.shapes(self.preprocessor.seq_length))
+
     # === Checkpoints ===
 
     @classmethod
@@ -263,6 +428,97 @@ class SentenceEncoder(keras.Model):
         if config.get("preprocessor") is not None:
             config["preprocessor"] = keras.layers.deserialize(config["preprocessor"])
         return cls(**config)
+
+
+def _row_columns(x, y, what):
+    """`(text columns as NumPy arrays, y)` of `fit`'s in-memory forms (see `fit`)."""
+    if hasattr(x, "columns") and hasattr(x, "iloc"):  # a pandas DataFrame
+        names = [str(c) for c in x.columns]
+        label = [c for c in names if c in ("label", "score")]
+        if label and y is not None:
+            raise ValueError(f"{what}: the DataFrame has a {label[0]!r} column and y is given "
+                             "too; pass one.")
+        if label:
+            y = x[label[0]].to_numpy()
+        x = tuple(x[c] for c in names if c not in label)
+    elif isinstance(x, dict):
+        unknown = sorted(set(x) - {"anchor", "positive", "negative"})
+        if unknown or "anchor" not in x or "positive" not in x:
+            raise ValueError(f"{what}: a dict of columns needs 'anchor' and 'positive' (and "
+                             f"optionally 'negative'), got {sorted(x)}.")
+        x = tuple(x[c] for c in ("anchor", "positive", "negative") if c in x)
+    if not isinstance(x, (tuple, list)) or not 2 <= len(x) <= 3 or any(
+            isinstance(c, (str, bytes)) for c in x):
+        raise ValueError(f"{what} must be rows of texts: a tuple of 2 or 3 columns (anchor, "
+                         "positive[, negative]), a dict of them or a DataFrame; got "
+                         f"{type(x).__name__}{f' of {len(x)}' if isinstance(x, (tuple, list)) else ''}.")
+    texts = [text_column(c, f"{what}[{i}]") for i, c in enumerate(x)]
+    lengths = [len(c) for c in texts]
+    if len(set(lengths)) > 1:
+        raise ValueError(f"{what}: the text columns differ in length ({', '.join(map(str, lengths))}).")
+    return texts, y
+
+
+def _check_row_shape(loss, num_columns, has_targets, what):
+    name = type(loss).__name__
+    if num_columns not in loss.num_columns:
+        raise ValueError(f"{what}: {name} takes {' or '.join(map(str, loss.num_columns))} text "
+                         f"columns, got {num_columns}.")
+    if loss.targets and not has_targets:
+        raise ValueError(f"{name} needs y: one {loss.targets[:-1]} per row.")
+    if not loss.targets and has_targets:
+        raise ValueError(f"{name} takes no y (the rows are the targets); drop y or compile "
+                         "with CosineSimilarityLoss (scores) or SoftmaxLoss (labels).")
+
+
+def _row_targets(loss, y, n, what):
+    """`y` as float32 scores or int32 class ids `[n]`, or one clear error."""
+    y = y.to_numpy() if hasattr(y, "to_numpy") else np.asarray(y)
+    if y.shape != (n,):
+        raise ValueError(f"y has shape {y.shape}; expected ({n},), one per row of {what}.")
+    if y.dtype.kind not in "iuf" or y.dtype == bool:
+        raise TypeError(f"y must hold numbers, got {y.dtype} values (e.g. {y[0]!r:.40}).")
+    if not np.isfinite(y.astype(np.float64)).all():
+        raise ValueError(f"y holds NaN or inf at row {int(np.argmin(np.isfinite(y)))}.")
+    if loss.targets == "labels":
+        classes = loss.num_labels
+        if (y != np.round(y)).any() or (y < 0).any() or (y >= classes).any():
+            bad = int(np.argmax((y != np.round(y)) | (y < 0) | (y >= classes)))
+            raise ValueError(f"y[{bad}] is {y[bad]}: labels must be class ids in "
+                             f"[0, {classes}) for {type(loss).__name__}(num_labels={classes}).")
+        return y.astype(np.int32)
+    return y.astype(np.float32)
+
+
+def _row_dataset(ds, loss, what):
+    """`(dataset of ({column: texts}[, y]), batched)` from a dataset of
+    `(columns)` or `(columns, y)`; one clear error for anything else."""
+    spec = ds.element_spec
+    has_targets = (isinstance(spec, tuple) and len(spec) == 2
+                   and isinstance(spec[0], (tuple, dict)))
+    texts = spec[0] if has_targets else spec
+    if isinstance(texts, dict):
+        names = list(texts)
+        specs = [texts[k] for k in names]
+    elif isinstance(texts, tuple):
+        names = ["anchor", "positive", "negative"][:len(texts)]
+        specs = list(texts)
+    else:
+        specs, names = [], []
+    if not 2 <= len(specs) <= 3 or not all(
+            isinstance(s, tf.TensorSpec) and s.dtype == tf.string for s in specs):
+        raise TypeError(f"{what}: the dataset must yield a tuple of 2 or 3 string columns "
+                        f"(anchor, positive[, negative]), or (columns, y); got {spec}.")
+    _check_row_shape(loss, len(specs), has_targets, what)
+    ranks = {s.shape.rank for s in specs}
+    if len(ranks) > 1 or ranks - {0, 1}:
+        raise ValueError(f"{what}: the dataset's texts must be scalars or [batch] vectors, "
+                         f"got shapes {[s.shape for s in specs]}.")
+    if has_targets:
+        ds = ds.map(lambda t, y: (dict(zip(names, t.values() if isinstance(t, dict) else t)), y))
+    else:
+        ds = ds.map(lambda *t: dict(zip(names, t[0].values() if isinstance(t[0], dict) else t)))
+    return ds, ranks == {1}
 
 
 def truncate_embeddings(embeddings, truncate_dim, model):

@@ -144,7 +144,7 @@ class StringsModel:
             validation_data = self.text_batches(*_validation_parts(validation_data),
                                                 batch_size=batch_size)
         if getattr(self, "_auto_optimizer", False):
-            steps = steps_per_epoch or _count_batches(data)
+            steps = steps_per_epoch or count_batches(data)
             self._compile_recipe(max(1, steps * epochs))
         # shuffle=False: the text batches are shuffled above, before tokenization.
         return super().fit(data, epochs=epochs, validation_data=validation_data,
@@ -173,7 +173,8 @@ def auto_learning_rate(model):
     return recipe.auto_learning_rate(model.encoder.config.hidden_size)
 
 
-def _count_batches(dataset):
+def count_batches(dataset):
+    """Batches in a finite dataset."""
     count = int(dataset.cardinality())
     if count < 0:  # unknown (filtered or generated): count it once
         count = int(dataset.reduce(0, lambda c, _: c + 1))

@@ -26,7 +26,8 @@ from tfbert.encoder import INPUT_NAMES
 IDS_HINT = "this model takes raw text (ids go to model(inputs) or to BertClassifier)"
 
 
-def _column(values, what):
+def text_column(values, what):
+    """One column of texts as a NumPy object array of str, or one clear error."""
     if isinstance(values, (str, bytes)):
         raise TypeError(f"{what} is one string; pass a list of texts, e.g. [{values!r:.40}].")
     if isinstance(values, dict):
@@ -76,12 +77,12 @@ def text_columns(x, what="x"):
         raise ValueError(f"{what} is None: pass the texts (a list of str, a NumPy string "
                          "array, a pandas Series, or a tuple of two for pairs).")
     if is_pair(x):
-        columns = (_column(x[0], f"{what}[0]"), _column(x[1], f"{what}[1]"))
+        columns = (text_column(x[0], f"{what}[0]"), text_column(x[1], f"{what}[1]"))
         if len(columns[0]) != len(columns[1]):
             raise ValueError(f"{what}: the two text columns differ in length "
                              f"({len(columns[0])} and {len(columns[1])}).")
         return columns
-    return (_column(x, what),)
+    return (text_column(x, what),)
 
 
 def holds_ids(x):

@@ -39,13 +39,11 @@ from tfbert.data import pairs as pair_readers
 from tfbert.data import validation_split
 from tfbert.data.batching import epoch_batches
 from tfbert.config_loader import at_least, one_of, validate
-from tfbert.export.compiled_call import compiled_call
-from tfbert.export.task_model import export_task_model
 from tfbert.losses import (CosineSimilarityLoss, MatryoshkaLoss, MultipleNegativesRankingLoss,
                            SoftmaxLoss, TripletLoss)
 from tfbert.metrics import retrieval
 from tfbert.layers.pooling import POOLING
-from tfbert.models.sentence_encoder import SentenceEncoder, truncate_embeddings
+from tfbert.models.sentence_encoder import SentenceEncoder
 from tfbert.tasks.base import Task
 from tfbert.text.packer import trim_to_bucket, trim_to_longest
 from tfbert.text.windows import WINDOW_MODES
@@ -269,17 +267,8 @@ class SentenceEmbeddingTask(Task):
                                           **self.config.window_options())}
 
     def export(self, model, export_dir, jit_compile=False):
-        """SavedModel: `serving_default(text)` -> `embedding`. `jit_compile=True`:
-        the model runs under XLA at bucketed shapes (`tfbert.export.compiled_call`;
-        TF Serving needs `--xla_cpu_compilation_enabled=true`). `task.truncate_dim`:
-        the first dims only (re-normalized when the model normalizes)."""
-        call = compiled_call(model, jit_compile)
-        cut = lambda e: truncate_embeddings(e, self.config.truncate_dim, model)
-        return export_task_model(
-            export_dir,
-            serve_text=lambda texts: {"embedding": cut(model.embed_text(
-                texts["text"], call, **self.config.window_options()))},
-            serve_ids=lambda inputs: {"embedding": cut(call(inputs))},
-            text_inputs=("text",),
-            track=[model, self.preprocessor],
-            warmup_shapes=call.shapes(self.preprocessor.seq_length))
+        """SavedModel: `serving_default(text)` -> `embedding` (`SentenceEncoder.export`,
+        with this task's `truncate_dim` and long-text settings)."""
+        return model.export(export_dir, jit_compile=jit_compile,
+                            truncate_dim=self.config.truncate_dim,
+                            **self.config.window_options())

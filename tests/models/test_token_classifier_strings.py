@@ -260,6 +260,12 @@ BAD_INPUTS = [
     ("empty word", lambda m: m.fit([["a", " "]], [["O", "O"]]), r"x\[0\]\[1\] is an empty word"),
     ("mixed", lambda m: m.fit([["a"], "b c"], [["O"], ["O", "O"]]),
      r"x\[1\] is str, but x\[0\] is a list of words"),
+    ("dataset tag id range", lambda m: m.fit(tf.data.Dataset.from_tensor_slices(
+        (tf.ragged.constant([["a", "b"], ["c"]]), tf.ragged.constant([[0, 1], [7]]))), verbose=0),
+     r"x: the dataset holds a tag id outside \[0, 7\)"),
+    ("dataset negative tag id", lambda m: m.evaluate(tf.data.Dataset.from_tensor_slices(
+        (tf.ragged.constant([["a", "b"]]), tf.ragged.constant([[0, -1]]))), verbose=0),
+     r"x: the dataset holds a tag id outside \[0, 7\)"),
     ("texts only dataset", lambda m: m.fit(tf.data.Dataset.from_tensor_slices(["a b"])),
      r"dataset of texts only: fit and evaluate need"),
     ("validation_split", lambda m: m.fit([["a"]], [["O"]], validation_split=0.5),

@@ -31,6 +31,7 @@ Example (a random tiny encoder; `from_pretrained(dir, label_list=...)` for real 
 ['Flights', 'to', 'Paris', '.']
 """
 
+import contextlib
 import os
 import weakref
 
@@ -51,6 +52,7 @@ from tfbert.text.packer import trim_to_bucket
 from tfbert.text.preprocessor import BertPreprocessor
 from tfbert.text.word_splitting import WordSplitter
 
+TAG_ID_CHECK = "tfbert: a dataset tag id is out of range"  # the graph check's message
 SECTION = "token_classifier"  # the checkpoint's config.json section and weights prefix
 # Per model: its tokenizing functions, traced once (tracing the tokenizer with offsets
 # takes seconds) and kept outside the model, which Keras and SavedModel export walk.
@@ -411,15 +413,35 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
         return ds.map(encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
     def _checked_tags(self, tags):
-        """Tag ids of a dataset, checked in the graph (a dataset is not read ahead)."""
+        """Tag ids of a dataset, checked in the graph (a dataset is not read
+        ahead); `fit` and `evaluate` turn a failed check into one line."""
         tags = tf.cast(tags, tf.int32)
         values = tags.flat_values if isinstance(tags, tf.RaggedTensor) else tags
         with tf.control_dependencies([
-                tf.debugging.assert_less(values, self.num_classes,
-                                         message=f"tag ids must be < {self.num_classes}"),
-                tf.debugging.assert_non_negative(values, message="tag ids must be >= 0")]):
+                tf.debugging.assert_less(values, self.num_classes, message=TAG_ID_CHECK),
+                tf.debugging.assert_non_negative(values, message=TAG_ID_CHECK)]):
             values = tf.identity(values)
         return tags.with_flat_values(values) if isinstance(tags, tf.RaggedTensor) else values
+
+    def fit(self, *args, **kwargs):
+        with self._dataset_tag_errors():
+            return super().fit(*args, **kwargs)
+
+    def evaluate(self, *args, **kwargs):
+        with self._dataset_tag_errors():
+            return super().evaluate(*args, **kwargs)
+
+    @contextlib.contextmanager
+    def _dataset_tag_errors(self):
+        """The graph check of a dataset's tag ids (`_checked_tags`) fails inside
+        TensorFlow, several lines deep: here it becomes one line."""
+        try:
+            yield
+        except tf.errors.InvalidArgumentError as error:
+            if TAG_ID_CHECK not in (error.message or ""):
+                raise
+            raise ValueError(f"x: the dataset holds a tag id outside [0, {self.num_classes}) "
+                             f"(label_list has {self.num_classes} tags).") from None
 
     # === Training: compile() is the recipe (StringsModel) ===
 

@@ -1,7 +1,8 @@
 """tfbert: BERT for TensorFlow/Keras 3, from raw text to a served model.
 
 Top level: `BertConfig`, `BertEncoder`, `BertPreprocessor`, the strings-in
-models `TextClassifier`, `TokenClassifier`, `SentenceEncoder` and `CrossEncoder`, and the
+models `TextClassifier`, `TokenClassifier`, `QuestionAnswerer`, `SentenceEncoder` and
+`CrossEncoder`, and the
 converters in `tfbert.convert` (`from_huggingface`, `from_google`).
 """
 
@@ -9,6 +10,7 @@ from tfbert import convert
 from tfbert.config import BertConfig
 from tfbert.models.cross_encoder import CrossEncoder
 from tfbert.encoder import BertEncoder
+from tfbert.models.question_answerer import QuestionAnswerer
 from tfbert.models.sentence_encoder import SentenceEncoder
 from tfbert.models.text_classifier import TextClassifier
 from tfbert.models.token_classifier import TokenClassifier
@@ -16,5 +18,5 @@ from tfbert.text.preprocessor import BertPreprocessor
 
 __version__ = "0.1.0"
 
-__all__ = ["BertConfig", "BertEncoder", "BertPreprocessor", "CrossEncoder", "SentenceEncoder",
-           "TextClassifier", "TokenClassifier", "convert"]
+__all__ = ["BertConfig", "BertEncoder", "BertPreprocessor", "CrossEncoder", "QuestionAnswerer",
+           "SentenceEncoder", "TextClassifier", "TokenClassifier", "convert"]

@@ -7,11 +7,13 @@
                                "sentence": SentenceSettings (optional),
                                "cross_encoder": CrossEncoderSettings (optional),
                                "text_classifier": TextClassifierSettings (optional),
-                               "token_classifier": TokenClassifierSettings (optional)}
+                               "token_classifier": TokenClassifierSettings (optional),
+                               "question_answerer": QuestionAnswererSettings (optional)}
     <dir>/model.safetensors  weights by name: "encoder/<encoder weight name>",
                              and optional heads "mlm/...", "nsp/...",
                              "sentence_dense/..." (SentenceEncoder dense layer),
-                             "classifier/..." (CrossEncoder / TextClassifier head)
+                             "classifier/..." (CrossEncoder / TextClassifier head),
+                             "token_classifier/...", "question_answerer/..."
     <dir>/vocab.txt          WordPiece vocabulary, one token per line
 
 The optional sections are the settings of the model that wrote them, as
@@ -107,9 +109,30 @@ class TokenClassifierSettings:
         config_loader.validate(self)
 
 
+@dataclasses.dataclass
+class QuestionAnswererSettings:
+    """The `question_answerer` section: what `QuestionAnswerer.from_pretrained`
+    needs beyond the span head's weights (the names of the QA task's config)."""
+
+    seq_length: Optional[int] = at_least(5, None)
+    doc_stride: int = at_least(1, 128)
+    doc_overlap: Optional[int] = at_least(0, None)
+    max_query_length: int = at_least(1, 64)
+    max_answer_length: int = at_least(1, 30)
+    n_best_size: int = at_least(1, 20)
+    null_score_diff_threshold: float = 0.0
+    version_2: Optional[bool] = None
+    max_windows: int = at_least(1, 1024)
+    dropout: float = in_range(0.0, 1.0, 0.0, high_open=True)
+
+    def __post_init__(self):
+        config_loader.validate(self)
+
+
 SECTIONS = {"sentence": SentenceSettings, "cross_encoder": CrossEncoderSettings,
             "text_classifier": TextClassifierSettings,
-            "token_classifier": TokenClassifierSettings}
+            "token_classifier": TokenClassifierSettings,
+            "question_answerer": QuestionAnswererSettings}
 
 
 @dataclasses.dataclass
@@ -125,6 +148,7 @@ class Checkpoint:
     cross_encoder: Optional[CrossEncoderSettings] = None
     text_classifier: Optional[TextClassifierSettings] = None
     token_classifier: Optional[TokenClassifierSettings] = None
+    question_answerer: Optional[QuestionAnswererSettings] = None
 
     @property
     def vocab_file(self):
@@ -179,15 +203,15 @@ def assign_weights(variables, weights, source, what):
 
 def save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
                     head_weights=None, source="", sentence=None, cross_encoder=None,
-                    text_classifier=None, token_classifier=None):
+                    text_classifier=None, token_classifier=None, question_answerer=None):
     """Writes a checkpoint directory atomically.
 
     `vocab_file`: the path of `vocab.txt`, or the token list itself (a
     model's `preprocessor.vocab.tokens`).
     `encoder_weights`: `{name: array}` as `BertEncoder.get_named_weights()`.
     `head_weights`: optional `{"mlm": {...}, "nsp": {...}}`.
-    `sentence`, `cross_encoder`, `text_classifier`, `token_classifier`:
-    optional settings sections, each its dataclass (`SentenceSettings`, ...)
+    `sentence`, `cross_encoder`, `text_classifier`, `token_classifier`,
+    `question_answerer`: optional settings sections, each its dataclass (`SentenceSettings`, ...)
     or a dict of its fields.
     """
     tokens = None if isinstance(vocab_file, (str, os.PathLike)) else list(vocab_file)
@@ -205,7 +229,8 @@ def save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
     }
     for name, section in (("sentence", sentence), ("cross_encoder", cross_encoder),
                           ("text_classifier", text_classifier),
-                          ("token_classifier", token_classifier)):
+                          ("token_classifier", token_classifier),
+                          ("question_answerer", question_answerer)):
         if section is not None:
             if not dataclasses.is_dataclass(section):
                 section = config_loader.from_dict(SECTIONS[name], dict(section),

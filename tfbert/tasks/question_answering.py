@@ -16,10 +16,12 @@ Its targets are the gold answer's first and last wordpiece inside the
 window, or [CLS] (position 0) when the answer is not (wholly) inside it or
 the question has none (v2.0).
 
-Windows come from `tfbert.text.windows` (the mechanism every task uses for
-long texts); the span search over all windows of a question is
-`tfbert.tasks.span_search` (the max-context rule, n-best, v2.0 null answers);
-the results and the official prediction files, `tfbert.tasks.squad_predictions`.
+The windows, targets, span search (the max-context rule, n-best, v2.0 null
+answers) and answer function are `tfbert.models.answer_spans`, shared with
+`tfbert.models.question_answerer.QuestionAnswerer`, the model this task
+trains (`build_model`), so a user's `fit` and `tools/finetune.py` train one
+model class with one export; the results and the official prediction files
+are `tfbert.tasks.squad_predictions`.
 
 Dev scores use the official scripts' rules and names (`tfbert.metrics.squad`),
 computed like `evaluate-v2.0.py dev.json predictions.json --na-prob-file
@@ -40,8 +42,6 @@ Example:
 import dataclasses
 from typing import Optional
 
-import keras
-import numpy as np
 import tensorflow as tf
 
 from tfbert.data.batching import epoch_batches
@@ -51,11 +51,11 @@ from tfbert.config_loader import at_least, in_range, validate
 from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
 from tfbert.metrics.squad import squad_scores
-from tfbert.models.span_labeler import BertSpanLabeler
+from tfbert.models.answer_spans import (SPAN_LOSS_WEIGHTS, answer_strings, question_windows,
+                                        search_spans, span_loss, window_targets)
+from tfbert.models.question_answerer import QuestionAnswerer
 from tfbert.tasks.base import Task
-from tfbert.tasks.span_search import search_spans
 from tfbert.tasks.squad_predictions import question_result, write_prediction_files
-from tfbert.text.windows import pack_windows
 
 
 @dataclasses.dataclass
@@ -98,7 +98,7 @@ class QuestionAnsweringConfig:
 
 
 class QuestionAnsweringTask(Task):
-    """SQuAD v1.1 / v2.0 with `BertSpanLabeler` (see the module docstring)."""
+    """SQuAD v1.1 / v2.0 with `QuestionAnswerer` (see the module docstring)."""
 
     name = "squad"
     config_class = QuestionAnsweringConfig
@@ -139,54 +139,33 @@ class QuestionAnsweringTask(Task):
         return {"task": self.name, "version": "2.0" if self.version_2 else "1.1",
                 "seq_length": c.seq_length, "windows": windows}
 
-    def windows(self, question, context):
-        """Windows of a batch of (question, context) strings, graph ops only.
-
-        Returns a dict: `inputs` (the three int32 `[windows, seq_length]`),
-        int64 `[windows]` `row` (question of each window), `window_start`
-        and `window_length` (in context wordpieces), `context_offset`
-        (sequence position of the window's first context wordpiece), and
-        the context wordpieces' byte offsets `piece_start` / `piece_limit`
-        (int64 ragged `[batch, (pieces)]`).
-        """
+    def window_settings(self):
+        """The keyword arguments of `answer_spans.question_windows`."""
         c = self.config
-        pre = self.preprocessor
-        tf.debugging.assert_equal(tf.shape(question), tf.shape(context), message=(
-            "squad: `question` and `context` must have the same batch size"))
-        q_ids = pre.tokenize(question).merge_dims(1, 2)[:, : c.max_query_length]
-        ids, starts, limits = pre.tokenize_with_offsets(context)
-        c_ids = ids.merge_dims(1, 2)
-        piece_start = tf.cast(starts.merge_dims(1, 2), tf.int64)
-        piece_limit = tf.cast(limits.merge_dims(1, 2), tf.int64)
+        return {"seq_length": c.seq_length, "max_query_length": c.max_query_length,
+                "doc_stride": c.doc_stride, "doc_overlap": c.doc_overlap,
+                "max_windows": c.max_windows,
+                "error": (f"squad: the contexts need more than max_windows={c.max_windows} "
+                          "windows; send fewer or shorter contexts per call (or raise "
+                          "task.max_windows)")}
 
-        # === Windows: [CLS] question [SEP] window [SEP] (run_squad.py's doc_spans) ===
-        spans, inputs = pack_windows(
-            pre, c_ids, c.seq_length, prefix=q_ids, doc_stride=c.doc_stride,
-            doc_overlap=c.doc_overlap, max_windows=c.max_windows,
-            error=(f"squad: the contexts need more than max_windows={c.max_windows} windows; "
-                   "send fewer or shorter contexts per call (or raise task.max_windows)"))
-        row = spans["row"]
-        return {**spans, "inputs": inputs, "context_offset": 2 + tf.gather(q_ids.row_lengths(), row),
-                "piece_start": piece_start, "piece_limit": piece_limit}
+    def search_settings(self):
+        """The keyword arguments of `answer_spans.search_spans`."""
+        c = self.config
+        return {"max_answer_length": c.max_answer_length, "n_best_size": c.n_best_size,
+                "version_2": bool(self.version_2),
+                "null_score_diff_threshold": c.null_score_diff_threshold}
+
+    def windows(self, question, context):
+        """Windows of a batch of (question, context) strings, graph ops only
+        (`answer_spans.question_windows`: `inputs`, `row`, `window_start`,
+        `window_length`, `context_offset`, `piece_start`, `piece_limit`, ...)."""
+        return question_windows(self.preprocessor, question, context, **self.window_settings())
 
     def _targets(self, w, answer_start, answer_end):
         """Start/end positions `[windows]` of the answer (byte range) in each
         window; 0 ([CLS]) outside it or for no answer (start -1)."""
-        starts = w["piece_start"].to_tensor(default_value=np.iinfo(np.int64).max)
-        limits = w["piece_limit"].to_tensor(default_value=np.iinfo(np.int64).max)
-        # First piece ending after the answer start; last piece starting before its end.
-        first = tf.searchsorted(limits, answer_start[:, None], side="right",
-                                out_type=tf.int64)[:, 0]
-        last = tf.searchsorted(starts, answer_end[:, None], side="left", out_type=tf.int64)[:, 0] - 1
-        has_answer = (answer_start >= 0) & (last >= first)
-        row = w["row"]
-        s = tf.gather(first, row) - w["window_start"]
-        e = tf.gather(last, row) - w["window_start"]
-        inside = tf.gather(has_answer, row) & (s >= 0) & (e < w["window_length"])
-        offset = w["context_offset"]
-        start = tf.where(inside, offset + s, 0)
-        end = tf.where(inside, offset + e, 0)
-        return {"start_logits": tf.cast(start, tf.int32), "end_logits": tf.cast(end, tf.int32)}
+        return window_targets(w, answer_start, answer_end)
 
     def _training_windows(self, question, context, answer_start, answer_end):
         w = self.windows(question, context)
@@ -233,42 +212,36 @@ class QuestionAnsweringTask(Task):
     # === Model, loss, training ===
 
     def build_model(self, encoder):
-        return BertSpanLabeler(encoder, dropout=self.config.dropout)
+        """The `QuestionAnswerer` a user's `fit` trains (same head, same answers)."""
+        c = self.config
+        return QuestionAnswerer(
+            encoder, self.preprocessor, doc_stride=c.doc_stride, doc_overlap=c.doc_overlap,
+            max_query_length=c.max_query_length, max_answer_length=c.max_answer_length,
+            n_best_size=c.n_best_size, null_score_diff_threshold=c.null_score_diff_threshold,
+            version_2=bool(self.version_2), max_windows=c.max_windows, dropout=c.dropout)
 
     def loss(self):
-        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-        return {"start_logits": loss, "end_logits": loss}
+        return span_loss()
 
     def build_trainable(self, model, optimizer, train):
         # BERT's loss is the mean of the start and end cross-entropies.
-        model.compile(optimizer=optimizer, loss=self.loss(),
-                      loss_weights={"start_logits": 0.5, "end_logits": 0.5},
-                      jit_compile=train.jit_compile)
+        model.compile(optimizer=optimizer, loss=self.loss(), loss_weights=SPAN_LOSS_WEIGHTS,
+                      metrics=None, jit_compile=train.jit_compile)
         return model
 
     # === The answer function (graph ops; predict, evaluation and export) ===
 
     def answer(self, model, question, context, call=None):
-        """Raw strings `[batch]` -> dict of answers (see `export` for the names).
-        `call`: how the model runs (`tfbert.export.compiled_call`; default the plain call)."""
-        question = tf.convert_to_tensor(question, tf.string)
-        context = tf.convert_to_tensor(context, tf.string)
-        w = self.windows(question, context)
-        # Pad to the longest window of this call, not to seq_length (the
-        # extra positions are padding; their logits are masked anyway).
-        inputs = w["inputs"]
-        longest = tf.reduce_max(tf.concat([tf.reduce_sum(inputs["input_mask"], 1), [1]], 0))
-        inputs = {k: v[:, :longest] for k, v in inputs.items()}
+        """Raw strings `[batch]` -> dict of answers (see `export` for the names;
+        `answer_spans.answer_strings`). `call`: how the model runs
+        (`tfbert.export.compiled_call`; default the plain call)."""
         call = call or compiled_call(model, jit_compile=False)
-        out = call(inputs)
-        start_logits, end_logits = out["start_logits"], out["end_logits"]
-        return self.search(w, start_logits, end_logits, context)
+        return answer_strings(call, self.preprocessor, question, context,
+                              self.window_settings(), self.search_settings())
 
     def search(self, w, start_logits, end_logits, context):
         """`search_spans` with this task's settings."""
-        c = self.config
-        return search_spans(w, start_logits, end_logits, context, c.max_answer_length,
-                            c.n_best_size, self.version_2, c.null_score_diff_threshold)
+        return search_spans(w, start_logits, end_logits, context, **self.search_settings())
 
     def answer_function(self, model):
         """The traced `answer` for `model` (one per model; string shapes `[None]`)."""

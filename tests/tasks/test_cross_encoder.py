@@ -1,6 +1,7 @@
 """CrossEncoderTask on a tiny random encoder: listwise (softmax, bce) and pointwise rows
-train through `finetune`, the model_dir loads with `CrossEncoder.from_pretrained` and
-scores as the trained model does, the listwise loss learns, and bad rows are one line."""
+train the `tfbert.CrossEncoder` Keras model through `finetune`, the model_dir loads with
+`CrossEncoder.from_pretrained` and scores as the trained model does, the listwise loss
+learns, and bad rows are one line."""
 
 import json
 
@@ -90,10 +91,11 @@ def test_bce_on_pointwise_and_listwise_rows(tmp_path, request, rows, loss, pooli
     result = run(tmp_path, request.getfixturevalue(rows), rows, pooling=pooling,
                  **({"loss": loss} if loss else {}))
     assert result.task.loss_name == "bce"
+    assert type(result.model) is CrossEncoder  # the Keras model a user's fit trains
     assert 0.0 <= result.dev_scores[-1]["mrr_at_10"] <= 1.0
     # The head's pooling travels with the model_dir.
     loaded = CrossEncoder.from_pretrained(str(tmp_path / rows))
-    assert loaded.model.pooling == pooling
+    assert loaded.pooling == pooling
     pairs = [(q, p) for q, p in PAIRS]
     want = result.task.predict(result.model, [q for q, _ in pairs], [p for _, p in pairs])
     np.testing.assert_allclose(loaded.predict(pairs), want["score"], atol=1e-5)

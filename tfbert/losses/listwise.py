@@ -1,6 +1,6 @@
 """Cross-encoder losses over a query's candidate group (positive first, then its negatives).
 
-`ListwiseLoss` wraps a one-output `BertClassifier` (the cross-encoder): the
+`ListwiseLoss` wraps a one-output `BertClassifier` (`tfbert.CrossEncoder` is one): the
 inputs are the encoder inputs of `batch * group_size` (query, candidate)
 pairs, query-major, candidate 0 the positive; `call` returns the logits as
 `[batch, group_size]`. `compute_loss`:

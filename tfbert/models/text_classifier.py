@@ -117,7 +117,7 @@ class TextClassifier(StringsModel, BertClassifier):
                  initializer_range=None, **kwargs):
         # === Checks ===
         if not isinstance(preprocessor, BertPreprocessor):
-            raise TypeError(f"TextClassifier needs a BertPreprocessor, got "
+            raise TypeError(f"{type(self).__name__} needs a BertPreprocessor, got "
                             f"{type(preprocessor).__name__}.")
         if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)):
             raise TypeError(f"num_classes must be an int, got {num_classes!r}.")

@@ -1,8 +1,9 @@
 """Cross-encoder (reranker): score (query, passage) read together; train, score, export.
 
-The model is a pair classifier with one output (`BertClassifier(num_classes=1)`
-on [CLS] of `[CLS] query [SEP] passage [SEP]`, as transformers'
-`BertForSequenceClassification` with `num_labels=1`; `pooling: mean` puts the
+The model is `tfbert.CrossEncoder`, the strings-in Keras model a user's
+`compile()` + `fit` trains: a pair classifier with one output on [CLS] of
+`[CLS] query [SEP] passage [SEP]`, as transformers'
+`BertForSequenceClassification` with `num_labels=1` (`pooling: mean` puts the
 head on the mean of the token states). The task is a `TextTask` (the text
 plumbing it shares with classification) with the inputs named
 `query`/`passage`, a reranking loss and a reranking dev metric.
@@ -38,7 +39,6 @@ import dataclasses
 import os
 from typing import Optional
 
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -49,9 +49,8 @@ from tfbert.config_loader import at_least, in_range, one_of, validate
 from tfbert.losses.listwise import ListwiseLoss
 from tfbert.metrics import retrieval
 from tfbert.layers.pooling import POOLING
-from tfbert.models.classifier import BertClassifier
-from tfbert.models.cross_encoder import (cross_encoder_outputs, export_cross_encoder,
-                                         save_cross_encoder)
+from tfbert.models.cross_encoder import (CrossEncoder, cross_encoder_outputs, pointwise_loss,
+                                         pointwise_metrics)
 from tfbert.tasks.text_task import TextTask
 
 CHECKPOINT_DIR = "cross_encoder"  # under model_dir: what from_pretrained(model_dir) loads
@@ -172,8 +171,9 @@ class CrossEncoderTask(TextTask):
     # === Model and training ===
 
     def build_model(self, encoder):
-        return BertClassifier(encoder, num_classes=1, dropout=self.config.dropout,
-                              pooling=self.config.pooling)
+        """The `CrossEncoder` a user's `fit` trains (same head, same export)."""
+        return CrossEncoder(encoder, self.preprocessor, dropout=self.config.dropout,
+                            pooling=self.config.pooling)
 
     def build_trainable(self, model, optimizer, train):
         if self.kind != "listwise":
@@ -185,16 +185,16 @@ class CrossEncoderTask(TextTask):
         return trainable
 
     def loss(self):
-        return keras.losses.BinaryCrossentropy(from_logits=True)
+        return pointwise_loss()
 
     def metrics(self):
-        return [keras.metrics.BinaryAccuracy(name="accuracy", threshold=0.0)]
+        return pointwise_metrics()
 
     def end_training(self, model, model_dir):
         """The trained model as a tfbert checkpoint in `<model_dir>/cross_encoder/`
         (what `CrossEncoder.from_pretrained` reads)."""
-        save_cross_encoder(model, self.preprocessor, os.path.join(model_dir, CHECKPOINT_DIR),
-                           source=f"tfbert finetune --task=cross_encoder ({model_dir})")
+        model.save_pretrained(os.path.join(model_dir, CHECKPOINT_DIR),
+                              source=f"tfbert finetune --task=cross_encoder ({model_dir})")
 
     # === Evaluation ===
 
@@ -224,18 +224,16 @@ class CrossEncoderTask(TextTask):
 
     def export(self, model, export_dir, jit_compile=False):
         """SavedModel: `serving_default(query, passage)` -> `logits`, `score`."""
-        return export_cross_encoder(model, self.preprocessor, export_dir, jit_compile,
-                                    self.config.bucketing)
+        return model.export(export_dir, jit_compile=jit_compile, bucketing=self.config.bucketing)
 
     def predict(self, model, query, passage=None, batch_size=64):
         """`{"logits", "score"}` NumPy `[n]` for parallel lists of queries and passages."""
         if passage is None or len(passage) != len(query):
             raise ValueError("cross_encoder predict takes two lists of equal length: "
                              "queries and passages.")
-        texts = {"query": list(query), "passage": list(passage)}
-        ds = tf.data.Dataset.from_tensor_slices(texts).batch(batch_size).map(self.encode)
-        logits = model.predict(ds, verbose=0)
-        return {k: v.numpy() for k, v in self.outputs(tf.constant(logits)).items()}
+        logits = model.predict((list(query), list(passage)), batch_size=batch_size,
+                               activation=None)
+        return {k: v.numpy() for k, v in self.outputs(tf.constant(logits[:, None])).items()}
 
 
 def rerank_metrics(groups, scores):

@@ -97,10 +97,14 @@ class CrossEncoder(TextClassifier):
         encoder: a `BertEncoder` (pretrained or fresh).
         preprocessor: the `BertPreprocessor` (vocabulary; `seq_length`: longer
             pairs are trimmed, the longer text first).
-        dropout, pooling, initializer_range: as `BertClassifier`.
+        dropout: as `BertClassifier`.
+        pooling: as `BertClassifier`.
+        initializer_range: as `BertClassifier`.
         activation: what `predict` and `rank` give: "sigmoid" (default) or
             None (the logits).
     """
+
+    settings_section = "cross_encoder"  # save_pretrained: config.json section
 
     def __init__(self, encoder, preprocessor, dropout=0.1, pooling="cls",
                  initializer_range=None, activation="sigmoid", **kwargs):
@@ -351,16 +355,6 @@ class CrossEncoder(TextClassifier):
         """The checkpoint's `cross_encoder` section."""
         return checkpoint.CrossEncoderSettings(seq_length=self.preprocessor.seq_length,
                                                pooling=self.pooling)
-
-    def save_pretrained(self, out_dir, source="tfbert.CrossEncoder"):
-        """A tfbert checkpoint (encoder, `classifier/*` head, vocabulary and the
-        `cross_encoder` section) that `from_pretrained` reads."""
-        head = self.get_layer("logits")
-        return checkpoint.save_checkpoint(
-            out_dir, self.encoder.config, self.encoder.get_named_weights(),
-            self.preprocessor.vocab.tokens, self.preprocessor.lower_case,
-            head_weights={"classifier": {"kernel": head.kernel.numpy(), "bias": head.bias.numpy()}},
-            source=source, cross_encoder=self.settings())
 
     # === Keras plumbing ===
 

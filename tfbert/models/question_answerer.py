@@ -81,9 +81,10 @@ class QuestionAnswerer(StringsModel, BertSpanLabeler):
         encoder: a `BertEncoder` (pretrained or fresh).
         preprocessor: the `BertPreprocessor` of the encoder's vocabulary; its
             `seq_length` is the window's length (question and context).
-        doc_stride, doc_overlap: windows over a long context, in either
-            convention (`tfbert.text.windows`): context wordpieces between
-            window starts, or (set, it wins) shared by neighbouring windows.
+        doc_stride: context wordpieces between the starts of the windows
+            over a long context (`tfbert.text.windows`).
+        doc_overlap: or, set (it wins), context wordpieces shared by
+            neighbouring windows.
         max_query_length: question wordpieces kept.
         max_answer_length: longest answer span, in wordpieces.
         n_best_size: spans kept by the search (the candidates of `score`).
@@ -94,8 +95,12 @@ class QuestionAnswerer(StringsModel, BertSpanLabeler):
             (True when one of them is empty); False until then.
         max_windows: windows in one call of the answer function (a clear
             error instead of running out of memory on a huge context).
-        dropout, initializer_range: as `BertSpanLabeler`.
+        dropout: as `BertSpanLabeler`.
+        initializer_range: as `BertSpanLabeler`.
     """
+
+    head_layer = "span_logits"
+    head_prefix = settings_section = SECTION  # save_pretrained: weights prefix, section
 
     def __init__(self, encoder, preprocessor, doc_stride=128, doc_overlap=None,
                  max_query_length=64, max_answer_length=30, n_best_size=20,
@@ -156,9 +161,7 @@ class QuestionAnswerer(StringsModel, BertSpanLabeler):
         preprocessor = BertPreprocessor.from_pretrained(checkpoint_dir, seq_length=seq_length)
         model = cls(encoder, preprocessor, **kwargs)
         if head:
-            layer = model.get_layer("span_logits")
-            checkpoint.assign_weights({"kernel": layer.kernel, "bias": layer.bias}, head,
-                                      ckpt.weights_path, "question answerer head")
+            model.assign_head(head, ckpt.weights_path, "question answerer head")
         return model
 
     # === Settings of the shared graph functions (tfbert.models.answer_spans) ===
@@ -398,17 +401,6 @@ class QuestionAnswerer(StringsModel, BertSpanLabeler):
         return checkpoint.QuestionAnswererSettings(
             seq_length=self.preprocessor.seq_length,
             **{key: getattr(self, key) for key in SETTINGS})
-
-    def save_pretrained(self, out_dir, source="tfbert.QuestionAnswerer"):
-        """A tfbert checkpoint (encoder, `question_answerer/*` head, vocabulary
-        and `settings()`) that `from_pretrained` reads; its encoder serves any
-        other task too."""
-        head = self.get_layer("span_logits")
-        return checkpoint.save_checkpoint(
-            out_dir, self.encoder.config, self.encoder.get_named_weights(),
-            self.preprocessor.vocab.tokens, self.preprocessor.lower_case, source=source,
-            head_weights={SECTION: {"kernel": head.kernel.numpy(), "bias": head.bias.numpy()}},
-            question_answerer=self.settings())
 
     # === Keras plumbing ===
 

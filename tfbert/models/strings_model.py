@@ -37,6 +37,11 @@ class StringsModel:
     """Mixin of the strings-in models (see module doc)."""
 
     weighted_default_metrics = False  # compile(): the default metrics as weighted_metrics
+    # save_pretrained / from_pretrained: the head's layer, its weights' prefix in
+    # the checkpoint, and the config.json section of the model's settings.
+    head_layer = "logits"
+    head_prefix = "classifier"
+    settings_section = None
 
     # === Constructors ===
 
@@ -70,10 +75,29 @@ class StringsModel:
         return outputs
 
     def assign_head(self, head, source, what):
-        """Loads a saved head (`kernel`, `bias`) into the `logits` layer."""
-        layer = self.get_layer("logits")
+        """Loads a saved head (`kernel`, `bias`) into the `head_layer`."""
+        layer = self.get_layer(self.head_layer)
         checkpoint.assign_weights({"kernel": layer.kernel, "bias": layer.bias}, head, source,
                                   what)
+
+    # === The tfbert checkpoint ===
+
+    def settings(self):
+        """The checkpoint section `save_pretrained` writes (a `tfbert.checkpoint` dataclass)."""
+        raise NotImplementedError
+
+    def save_pretrained(self, out_dir, source=None):
+        """A tfbert checkpoint (encoder, the head's weights under `head_prefix/`,
+        vocabulary and `settings()` as the `settings_section`) that the
+        class's `from_pretrained` reads; its encoder serves any other task too."""
+        head = self.get_layer(self.head_layer)
+        return checkpoint.save_checkpoint(
+            out_dir, self.encoder.config, self.encoder.get_named_weights(),
+            self.preprocessor.vocab.tokens, self.preprocessor.lower_case,
+            head_weights={self.head_prefix: {"kernel": head.kernel.numpy(),
+                                             "bias": head.bias.numpy()}},
+            source=source or f"tfbert.{type(self).__name__}",
+            **{self.settings_section: self.settings()})
 
     # === Training: compile() is the recipe ===
 

@@ -109,8 +109,12 @@ class TextClassifier(StringsModel, BertClassifier):
             non-trainable `label_thresholds` variable, one per label).
         pairs: the model reads sentence pairs (`text`, `text_b`). None: the
             first `fit` (or `predict`) decides from its `x`.
-        dropout, pooling, initializer_range: as `BertClassifier`.
+        dropout: as `BertClassifier`.
+        pooling: as `BertClassifier`.
+        initializer_range: as `BertClassifier`.
     """
+
+    settings_section = "text_classifier"  # save_pretrained: config.json section
 
     def __init__(self, encoder, preprocessor, num_classes=2, multi_label=False,
                  label_list=None, threshold=0.5, pairs=None, dropout=0.1, pooling="cls",
@@ -342,17 +346,6 @@ class TextClassifier(StringsModel, BertClassifier):
         return checkpoint.TextClassifierSettings(
             multi_label=self.multi_label, label_list=self.label_list, threshold=self.threshold,
             pairs=self.pairs, pooling=self.pooling, seq_length=self.preprocessor.seq_length)
-
-    def save_pretrained(self, out_dir, source="tfbert.TextClassifier"):
-        """A tfbert checkpoint (encoder, `classifier/*` head, vocabulary and
-        `settings()`) that `from_pretrained` reads; its encoder serves any
-        other task too."""
-        head = self.get_layer("logits")
-        return checkpoint.save_checkpoint(
-            out_dir, self.encoder.config, self.encoder.get_named_weights(),
-            self.preprocessor.vocab.tokens, self.preprocessor.lower_case,
-            head_weights={"classifier": {"kernel": head.kernel.numpy(), "bias": head.bias.numpy()}},
-            source=source, text_classifier=self.settings())
 
     # === Keras plumbing ===
 

@@ -120,9 +120,11 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
         num_classes: tags (default: `len(label_list)`).
         label_list: the names of the tags (default "0", "1", ...); `fit`
             takes tags as these strings or as ids, `predict` gives the names.
-        dropout, initializer_range: as `BertTokenClassifier`.
+        dropout: as `BertTokenClassifier`.
+        initializer_range: as `BertTokenClassifier`.
     """
 
+    head_prefix = settings_section = SECTION  # save_pretrained: weights prefix, section
     weighted_default_metrics = True  # accuracy over the tagged words, not over padding
 
     def __init__(self, encoder, preprocessor, num_classes=None, label_list=None, dropout=0.1,
@@ -507,17 +509,6 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
         return checkpoint.TokenClassifierSettings(
             label_list=self.label_list, seq_length=self.preprocessor.seq_length,
             dropout=self.dropout)
-
-    def save_pretrained(self, out_dir, source="tfbert.TokenClassifier"):
-        """A tfbert checkpoint (encoder, `token_classifier/*` head, vocabulary
-        and `settings()`) that `from_pretrained` reads; its encoder serves any
-        other task too."""
-        head = self.get_layer("logits")
-        return checkpoint.save_checkpoint(
-            out_dir, self.encoder.config, self.encoder.get_named_weights(),
-            self.preprocessor.vocab.tokens, self.preprocessor.lower_case, source=source,
-            head_weights={SECTION: {"kernel": head.kernel.numpy(), "bias": head.bias.numpy()}},
-            token_classifier=self.settings())
 
     # === Keras plumbing ===
 

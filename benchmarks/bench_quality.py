@@ -26,6 +26,8 @@ Tasks:
 - `docstrings`: which standard-library family a docstring sentence is from
   (`tfbert.datasets.docstring_families`, 5 classes, 30 train / 60 dev per class);
 - `sentiment`: the shipped sentiment sentences (160 train / 40 dev);
+- `sentiment_fit`: the same, trained as a Keras user trains it (`TextClassifier.fit`
+  on the texts, `compile()` with no arguments, the recipe's epochs), not by the runner;
 - `ner`: the shipped CoNLL files;
 - `long_docs`, `long_docs_128`, `long_docs_512`: the manual section of a man page
   (`common/long_docs.py`: 4 sections, 60 train / 40 dev pages each, up to 800 words,
@@ -62,9 +64,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data", "finetune")
-TASK_NAMES = ("squad", "docstrings", "sentiment", "ner", "embeddings", "multilabel",
-              "long_docs", "long_docs_128", "long_docs_512", "rerank")
-METRIC = {"squad": "f1", "docstrings": "accuracy", "sentiment": "accuracy", "ner": "f1",
+TASK_NAMES = ("squad", "docstrings", "sentiment", "sentiment_fit", "ner", "embeddings",
+              "multilabel", "long_docs", "long_docs_128", "long_docs_512", "rerank")
+METRIC = {"squad": "f1", "docstrings": "accuracy", "sentiment": "accuracy",
+          "sentiment_fit": "accuracy", "ner": "f1",
           "embeddings": "recall_at_1", "multilabel": "micro_f1", "long_docs": "accuracy",
           "long_docs_128": "accuracy", "long_docs_512": "accuracy"}
 # Windows share 32 wordpieces (a quarter; the default, half a window, costs 1.5x the
@@ -91,7 +94,7 @@ def task_for(name, data_dir):
         return ClassificationTask(dict(train_file=os.path.join(data_dir, "docstrings", "train.tsv"),
                                        dev_file=os.path.join(data_dir, "docstrings", "dev.tsv"),
                                        seq_length=64))
-    if name == "sentiment":
+    if name in ("sentiment", "sentiment_fit"):
         return ClassificationTask(dict(train_file=os.path.join(DATA, "sentiment_train.tsv"),
                                        dev_file=os.path.join(DATA, "sentiment_dev.tsv"),
                                        seq_length=32))
@@ -147,6 +150,8 @@ def tfbert_run(name, data_dir, checkpoint, seed, work, min_steps=None):
 
     from tfbert.tasks.runner import TrainConfig, finetune
 
+    if name == "sentiment_fit":
+        return keras_fit_run(checkpoint, seed)
     task = task_for(name, data_dir)
     model_dir = os.path.join(work, f"tfbert_{name}_{seed}")
     # A fresh run each time: finetune() resumes from what a model_dir holds,
@@ -164,6 +169,38 @@ def tfbert_run(name, data_dir, checkpoint, seed, work, min_steps=None):
     recipe["model_dir"] = model_dir  # its validation split, for the reference's thresholds
     keras.backend.clear_session()
     return scores, recipe
+
+
+def keras_fit_run(checkpoint, seed):
+    """The sentiment task as a Keras user trains it: `TextClassifier.fit` on
+    the texts with `compile()`'s defaults and the recipe's epochs for the data
+    size (`tfbert.train.recipe.resolve`), the last epoch scored."""
+    import csv
+
+    import keras
+    import numpy as np
+
+    from tfbert import TextClassifier
+    from tfbert.train.recipe import resolve
+    from tfbert.train.train_config import TrainConfig
+
+    def read(split):
+        with open(os.path.join(DATA, f"sentiment_{split}.tsv"), encoding="utf-8") as f:
+            rows = list(csv.DictReader(f, delimiter="\t"))
+        return [r["sentence"] for r in rows], [r["label"] for r in rows]
+
+    (texts, labels), (dev_texts, dev_labels) = read("train"), read("dev")
+    label_list = sorted(set(labels))
+    keras.utils.set_random_seed(seed)
+    model = TextClassifier.from_pretrained(checkpoint, label_list=label_list, seq_length=32)
+    train, _ = resolve(TrainConfig(), len(texts), model.encoder.config)
+    model.compile()
+    model.fit(texts, labels, epochs=train.epochs, seed=seed, verbose=0)
+    predicted = np.array(label_list)[model.predict(dev_texts, verbose=0).argmax(-1)]
+    recipe = {"learning_rate": train.learning_rate, "batch_size": train.batch_size,
+              "epochs": train.epochs, "best_epoch": train.epochs}
+    keras.backend.clear_session()
+    return {"accuracy": float(np.mean(predicted == np.array(dev_labels)))}, recipe
 
 
 def _answer_count(task, model, dev_file):

@@ -17,16 +17,12 @@ from tfbert.encoder import INPUT_NAMES, BertEncoder
 from tfbert.layers.pooling import check_pooling, pool_tokens
 from tfbert.losses import MultipleNegativesRankingLoss
 from tfbert.losses.base import SentenceLoss
-from tfbert.models.strings_model import count_batches
+from tfbert.models.strings_model import count_batches, recipe_batch_size, recipe_optimizer
 from tfbert.models.text_data import holds_ids, text_column
 from tfbert.text.packer import trim_to_longest
 from tfbert.text.preprocessor import BertPreprocessor
 from tfbert.text.windows import (WINDOW_MODES, count_windows, pack_windows, pool_windows,
                                  window_batches)
-from tfbert.train import recipe
-from tfbert.train.optimizer import optimizer_for
-from tfbert.train.recipe import auto_learning_rate
-from tfbert.train.train_config import TrainConfig
 
 # Inputs above this count get a progress bar in `encode` (keras Progbar).
 PROGRESS_MIN = 10000
@@ -257,9 +253,7 @@ class SentenceEncoder(keras.Model):
         optimizer = training["optimizer"]
         if isinstance(optimizer, str) and optimizer == "auto":
             updates = (steps_per_epoch or count_batches(data)) * epochs
-            with self.distribute_strategy.scope():
-                optimizer = optimizer_for(TrainConfig(learning_rate=auto_learning_rate(
-                    self.encoder.config.hidden_size)), max(1, updates))
+            optimizer = recipe_optimizer(self, max(1, updates))
             training["optimizer"] = optimizer  # a second fit goes on with it
         if not loss.compiled or loss.optimizer is not optimizer:
             loss.compile(optimizer=optimizer, **training["kwargs"])
@@ -303,7 +297,7 @@ class SentenceEncoder(keras.Model):
             ds = tf.data.Dataset.from_tensor_slices(
                 parts if y is None else (parts, _row_targets(loss, y, n, what)))
             if batch_size is None:
-                batch_size = 16 if n < recipe.LARGE_DATA else 32
+                batch_size = recipe_batch_size(n)
             if shuffle:
                 if seed is None:
                     seed = int(np.random.randint(2**31 - 1))

@@ -128,11 +128,8 @@ class StringsModel:
             self.optimizer.build(self.trainable_variables)
 
     def _compile_recipe(self, updates):
-        """The recipe's AdamW (`TrainConfig`'s defaults, the learning rate by model
-        size) for `updates` optimizer steps, under the model's strategy."""
-        train = TrainConfig(learning_rate=auto_learning_rate(self))
-        with self.distribute_strategy.scope():
-            optimizer = optimizer_for(train, updates)
+        """Compiles again with `recipe_optimizer` for `updates` optimizer steps."""
+        optimizer = recipe_optimizer(self, updates)
         # Keras keeps the compile() arguments; only the optimizer changes.
         super().compile(**{**self._compile_config.config, "optimizer": optimizer})
         self._auto_optimizer = False
@@ -154,7 +151,7 @@ class StringsModel:
                              "validation_data=(texts, labels).")
         n = None if isinstance(x, tf.data.Dataset) else self.num_texts(x)
         if batch_size is None and n is not None:
-            batch_size = 16 if n < recipe.LARGE_DATA else 32
+            batch_size = recipe_batch_size(n)
         shuffle = shuffle and n is not None  # a dataset comes batched as the user wants
         # Replicas need equal shares: the last partial batch goes under several.
         drop_remainder = shuffle and self.distribute_strategy.num_replicas_in_sync > 1
@@ -195,6 +192,18 @@ class StringsModel:
 
 def auto_learning_rate(model):
     return recipe.auto_learning_rate(model.encoder.config.hidden_size)
+
+
+def recipe_optimizer(model, updates):
+    """The recipe's AdamW (`TrainConfig`'s defaults, the learning rate by the
+    model's size) for `updates` optimizer steps, under the model's strategy."""
+    with model.distribute_strategy.scope():
+        return optimizer_for(TrainConfig(learning_rate=auto_learning_rate(model)), updates)
+
+
+def recipe_batch_size(num_examples):
+    """The recipe's batch size: 16 below `recipe.LARGE_DATA` examples, else 32."""
+    return 16 if num_examples < recipe.LARGE_DATA else 32
 
 
 def count_batches(dataset):

@@ -299,7 +299,10 @@ def test_budget_run_ends_on_time_with_the_learning_rate_at_zero(records, tmp_pat
     # Ends at the first step past the budget (plus that epoch's evaluation; steps take
     # well under a second here, the margin is for a loaded machine).
     assert budget <= summary["budget_seconds_spent"] < budget + 5.0
-    assert summary["seconds"] < budget + 10.0  # the fit, its last backup and checkpoint included
+    # What runs outside the clock (building the dataset, Keras' set-up, the last
+    # backup and checkpoint) is under a second on a quiet machine; CI's loaded one
+    # took 17 s once, so the bound only catches work that should be on the clock.
+    assert summary["seconds"] - summary["budget_seconds_spent"] < budget
     assert clocks == sorted(clocks) and len(rows) >= 2
     # Linear decay over the time (warmup is 5 steps, inside the first epoch): an
     # epoch's last step started between the previous epoch's end and its own, so its

@@ -396,3 +396,39 @@ def test_fit_and_the_runner_train_the_same_model(tmp_path):
     want = result.model.predict(PAIRS, activation=None)
     assert np.std(want) > 1e-2  # trained: the scores differ from pair to pair
     np.testing.assert_allclose(model.predict(PAIRS, activation=None), want, atol=1e-4)
+
+
+def test_fit_under_a_two_replica_strategy(run_python):
+    """`fit` inside `MirroredStrategy.scope()` on two CPU replicas: the recipe
+    counts the global batches, the loss falls, and the scores over the
+    replicas are the scores of the same weights on one device."""
+    out = run_python(f"""
+import json
+import tensorflow as tf
+tf.config.set_logical_device_configuration(tf.config.list_physical_devices("CPU")[0],
+    [tf.config.LogicalDeviceConfiguration()] * 2)
+import keras
+from tfbert import BertConfig, BertEncoder, BertPreprocessor, CrossEncoder
+pairs = {PAIRS!r}
+strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+keras.utils.set_random_seed(0)
+with strategy.scope():
+    encoder = BertEncoder(BertConfig.from_preset("tiny", vocab_size=1931, num_layers=1))
+    model = CrossEncoder(encoder, BertPreprocessor(vocab_file="{VOCAB}", seq_length=32))
+    model.compile()
+history = model.fit(pairs, {LABELS!r}, batch_size=8, epochs=4, verbose=0)
+plain = CrossEncoder.from_config(model.get_config())
+plain.set_weights(model.get_weights())
+print(json.dumps({{"replicas": strategy.num_replicas_in_sync,
+                   "steps": int(model.optimizer.iterations.numpy()),
+                   "decay_steps": model.optimizer._learning_rate.decay_steps,
+                   "loss": history.history["loss"],
+                   "split": model.predict(pairs[:5], batch_size=3).tolist(),
+                   "one": plain.predict(pairs[:5], batch_size=3).tolist()}}))
+""")
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["replicas"] == 2
+    # 36 pairs in global batches of 8, 4 epochs; several replicas take whole batches only.
+    assert result["steps"] == result["decay_steps"] == 4 * (36 // 8)
+    assert np.isfinite(result["loss"]).all() and result["loss"][-1] < result["loss"][0]
+    np.testing.assert_allclose(result["split"], result["one"], atol=1e-5)

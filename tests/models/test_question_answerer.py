@@ -364,3 +364,42 @@ BAD_INPUTS = [
 @pytest.mark.parametrize("name, call, match", BAD_INPUTS, ids=[b[0] for b in BAD_INPUTS])
 def test_bad_input_is_one_line(name, call, match, raises_one_line_from_tfbert, untrained):
     raises_one_line_from_tfbert(name, lambda: call(untrained), match)
+
+
+def test_fit_under_a_two_replica_strategy(run_python):
+    """`fit` inside `MirroredStrategy.scope()` on two CPU replicas: the recipe
+    counts the global batches of windows, the loss falls, and `predict` over
+    the replicas gives the answers the same weights give on one device."""
+    out = run_python(f"""
+import json
+import tensorflow as tf
+tf.config.set_logical_device_configuration(tf.config.list_physical_devices("CPU")[0],
+    [tf.config.LogicalDeviceConfiguration()] * 2)
+import keras
+from tfbert import QuestionAnswerer
+x = ({QUESTIONS!r}, {CONTEXT_COLUMN!r})
+strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+keras.utils.set_random_seed(0)
+with strategy.scope():
+    model = QuestionAnswerer.from_preset("tiny", vocab_file="{VOCAB}", seq_length=64,
+                                         max_query_length=16, doc_stride=32)
+    model.compile()
+history = model.fit(x, {Y!r}, batch_size=8, epochs=3, verbose=0)
+plain = QuestionAnswerer.from_config(model.get_config())
+plain.set_weights(model.get_weights())
+split = model.predict(x, batch_size=3, verbose=0)
+one = plain.predict(x, batch_size=3, verbose=0)
+print(json.dumps({{"replicas": strategy.num_replicas_in_sync, "windows": model.num_texts(x),
+                   "steps": int(model.optimizer.iterations.numpy()),
+                   "decay_steps": model.optimizer._learning_rate.decay_steps,
+                   "loss": history.history["loss"], "split": split, "one": one}}))
+""")
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["replicas"] == 2
+    # Global batches of 8 windows, 3 epochs; several replicas take whole batches only.
+    assert result["steps"] == result["decay_steps"] == 3 * (result["windows"] // 8)
+    assert np.isfinite(result["loss"]).all() and result["loss"][-1] < result["loss"][0]
+    assert len(result["split"]) == len(QUESTIONS)
+    assert spans(result["split"]) == spans(result["one"])
+    np.testing.assert_allclose([r["score"] for r in result["split"]],
+                               [r["score"] for r in result["one"]], atol=1e-5)

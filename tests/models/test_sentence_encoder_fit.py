@@ -194,3 +194,46 @@ def test_bad_input_is_one_line(raises_one_line_from_tfbert):
     model.compile(loss=TripletLoss(model))
     check("triplet pairs", lambda: model.fit((anchors, positives)),
           r"TripletLoss takes 3 text columns, got 2")
+
+
+def test_fit_under_a_two_replica_strategy(run_python):
+    """`fit` inside `MirroredStrategy.scope()` on two CPU replicas: the recipe
+    counts the global batches and the loss falls (in-batch negatives are each
+    replica's half of the batch, as in sentence-transformers without gathering
+    across devices); `encode` then equals the same weights on one device."""
+    anchors, positives = pairs()
+    out = run_python(f"""
+import json
+import numpy as np
+import tensorflow as tf
+tf.config.set_logical_device_configuration(tf.config.list_physical_devices("CPU")[0],
+    [tf.config.LogicalDeviceConfiguration()] * 2)
+import keras
+from tfbert import BertConfig, BertEncoder, BertPreprocessor, SentenceEncoder
+anchors, positives = {anchors!r}, {positives!r}
+
+def tiny():
+    config = BertConfig.from_preset("tiny", vocab_size=1931)
+    return SentenceEncoder(BertEncoder(config),
+                           preprocessor=BertPreprocessor(vocab_file="{VOCAB}", seq_length=24))
+
+strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+keras.utils.set_random_seed(0)
+with strategy.scope():
+    model = tiny()
+    model.compile()
+history = model.fit((anchors, positives), batch_size=8, epochs=5, verbose=0)
+plain = tiny()
+plain.set_weights(model.get_weights())
+difference = np.abs(model.encode(anchors) - plain.encode(anchors)).max()
+optimizer = model._training["loss"].optimizer
+print(json.dumps({{"replicas": strategy.num_replicas_in_sync,
+                   "steps": int(optimizer.iterations.numpy()),
+                   "decay_steps": optimizer._learning_rate.decay_steps,
+                   "loss": history.history["loss"], "difference": float(difference)}}))
+""")
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["replicas"] == 2
+    assert result["steps"] == result["decay_steps"] == 5 * (32 // 8)
+    assert np.isfinite(result["loss"]).all() and result["loss"][-1] < 0.8 * result["loss"][0]
+    assert result["difference"] < 1e-5

@@ -280,3 +280,51 @@ BAD_INPUTS = [
 @pytest.mark.parametrize("name, call, match", BAD_INPUTS, ids=[b[0] for b in BAD_INPUTS])
 def test_bad_input_is_one_line(name, call, match, raises_one_line_from_tfbert, untrained):
     raises_one_line_from_tfbert(name, lambda: call(untrained), match)
+
+
+def test_fit_under_a_two_replica_strategy(run_python):
+    """`fit` inside `MirroredStrategy.scope()` on two CPU replicas: the recipe
+    counts the global batches, the loss falls; `predict` of one text (one
+    replica gets none) gives its words and tags."""
+    out = run_python(f"""
+import json
+import tensorflow as tf
+tf.config.set_logical_device_configuration(tf.config.list_physical_devices("CPU")[0],
+    [tf.config.LogicalDeviceConfiguration()] * 2)
+import keras
+from tfbert import TokenClassifier
+from tfbert.data import readers
+sentences = readers.read_conll("{DATA}/ner_train.conll", 0, -1)
+strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+keras.utils.set_random_seed(0)
+with strategy.scope():
+    model = TokenClassifier.from_preset("tiny", vocab_file="{VOCAB}", seq_length=64,
+                                        label_list={LABELS!r})
+    model.compile()
+history = model.fit(sentences.words, sentences.tags, batch_size=16, epochs=3, verbose=0)
+tagged = model.predict(["Tom works for Siemens in London."], verbose=0)[0]
+# Texts of different word counts split over the replicas: the same per-word
+# logits as the same weights on one device.
+plain = TokenClassifier.from_config(model.get_config())
+plain.set_weights(model.get_weights())
+split = model.predict({TEXTS!r}, batch_size=3, return_logits=True, verbose=0)
+one = plain.predict({TEXTS!r}, batch_size=3, return_logits=True, verbose=0)
+print(json.dumps({{"replicas": strategy.num_replicas_in_sync, "texts": len(sentences.words),
+                   "max_difference": max(float(abs(a - b).max()) for a, b in zip(split, one)),
+                   "word_counts": [[len(a), len(b)] for a, b in zip(split, one)],
+                   "steps": int(model.optimizer.iterations.numpy()),
+                   "decay_steps": model.optimizer._learning_rate.decay_steps,
+                   "loss": history.history["loss"],
+                   "words": [w["word"] for w in tagged],
+                   "tags": [w["tag"] for w in tagged]}}))
+""")
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["replicas"] == 2
+    # Global batches of 16, 3 epochs; several replicas take whole batches only.
+    steps = 3 * (result["texts"] // 16)
+    assert result["steps"] == result["decay_steps"] == steps
+    assert np.isfinite(result["loss"]).all() and result["loss"][-1] < result["loss"][0]
+    assert result["words"] == ["Tom", "works", "for", "Siemens", "in", "London", "."]
+    assert set(result["tags"]) <= set(LABELS)
+    assert result["word_counts"] == [[7, 7], [7, 7], [11, 11], [12, 12]]
+    assert result["max_difference"] < 1e-5

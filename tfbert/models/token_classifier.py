@@ -44,9 +44,8 @@ from tfbert.data.batching import training_batches
 from tfbert.models.encoder_model import EncoderModel
 from tfbert.models.strings_model import StringsModel
 from tfbert.models.text_data import IDS_HINT, check_weights, holds_ids, text_columns
-from tfbert.models.word_labels import (first_piece_positions, ids_outputs,
-                                       logits_at_first_pieces, pack_words, tag_strings,
-                                       tagging_loss, tagging_metrics, weighted_labels,
+from tfbert.models.word_labels import (first_piece_positions, ids_outputs, pack_words,
+                                       tag_strings, tagging_loss, tagging_metrics, weighted_labels,
                                        word_pieces_of)
 from tfbert.text.packer import trim_to_bucket
 from tfbert.text.preprocessor import BertPreprocessor
@@ -355,16 +354,19 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
         return inputs, labels, first
 
     def _predict_inputs(self, texts):
-        """`(inputs, words)`: the batch's ids and, over its flat words, what
-        `predict_step` reads back (row, first-piece position, piece count,
-        byte offsets) with the texts (word lists joined by spaces)."""
+        """`(inputs, words)`: the batch's ids and, per text, what `predict_step`
+        reads back (first-piece position, piece count, byte offsets `[batch,
+        words]`, padded) with the texts (word lists joined by spaces). Every
+        tensor is batch-major, so a strategy splits the words with their texts."""
         pieces, starts, ends = self.word_pieces(texts)
         if texts.shape.rank == 2:
             texts = tf.strings.reduce_join(texts, axis=1, separator=" ")
+        position = tf.RaggedTensor.from_row_splits(first_piece_positions(pieces),
+                                                   pieces.row_splits)
         return trim_to_bucket(pack_words(self.preprocessor, pieces)), {
-            "word_row": pieces.value_rowids(), "position": first_piece_positions(pieces),
-            "pieces": pieces.row_lengths(axis=2).flat_values, "num_words": pieces.row_lengths(),
-            "start": starts.flat_values, "end": ends.flat_values, "text": texts}
+            "position": position.to_tensor(), "pieces": pieces.row_lengths(axis=2).to_tensor(),
+            "num_words": pieces.row_lengths(), "start": starts.to_tensor(),
+            "end": ends.to_tensor(), "text": texts}
 
     def _num_tokens(self, texts, *rest):
         return tf.reduce_sum(self.word_pieces(texts)[0].row_lengths(axis=2), axis=1)
@@ -457,14 +459,16 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
 
     def predict_step(self, data):
         if not (isinstance(data, tuple) and len(data) == 2 and isinstance(data[1], dict)
-                and "word_row" in data[1]):
+                and "pieces" in data[1]):
             return super().predict_step(data)  # the ids dict: per-position logits
         inputs, words = data
-        word_logits, kept = logits_at_first_pieces(self(inputs, training=False),
-                                                   words["word_row"], words["position"],
-                                                   words["pieces"])
+        logits = self(inputs, training=False)
+        last = tf.shape(logits, out_type=tf.int64)[1] - 1
+        # As logits_at_first_pieces; padding words have no pieces, so are never kept.
+        kept = (words["position"] < last) & (words["pieces"] > 0)
+        position = tf.minimum(words["position"], last)
         return {**{k: words[k] for k in ("num_words", "start", "end", "text")},
-                "word_logits": word_logits, "kept": kept}
+                "word_logits": tf.gather(logits, position, batch_dims=1), "kept": kept}
 
     def predict(self, x, batch_size=None, return_logits=False, **kwargs):
         """Per text, a list of `{"word", "tag", "score", "start", "end"}` (see
@@ -553,27 +557,30 @@ def _char_offsets(text, byte_offsets):
 
 
 def _per_text(out, label_list, return_logits):
-    """`predict_step`'s outputs over flat words -> one list (or array) per text."""
+    """`predict_step`'s outputs (`[texts, words]`, padded per batch; Keras
+    gives a `tf.RaggedTensor` where batches differ in width) -> one list (or
+    array) per text."""
+    def padded(value):
+        return (value.to_tensor() if isinstance(value, tf.RaggedTensor) else value).numpy() \
+            if tf.is_tensor(value) else np.asarray(value)
+
     labels = np.asarray(label_list, dtype=object)
-    num_words = np.asarray(out["num_words"])
-    bounds = np.concatenate([[0], np.cumsum(num_words)])
-    logits = np.asarray(out["word_logits"], np.float32)
-    kept = np.asarray(out["kept"], bool)
-    probabilities = np.exp(logits - logits.max(-1, keepdims=True)) if len(logits) else logits
-    if len(logits):
+    logits = padded(out["word_logits"]).astype(np.float32)
+    kept = padded(out["kept"]).astype(bool)
+    starts, ends = padded(out["start"]), padded(out["end"])
+    probabilities = np.exp(logits - logits.max(-1, keepdims=True)) if logits.size else logits
+    if logits.size:
         probabilities /= probabilities.sum(-1, keepdims=True)
     results = []
     for i, text in enumerate(np.asarray(out["text"]).tolist()):
         text = text.decode("utf-8") if isinstance(text, bytes) else text
-        words = slice(bounds[i], bounds[i + 1])
-        keep = np.flatnonzero(kept[words]) + bounds[i]
+        keep = np.flatnonzero(kept[i])
         if return_logits:
-            results.append(logits[keep])
+            results.append(logits[i, keep])
             continue
-        starts = _char_offsets(text, np.asarray(out["start"])[keep])
-        ends = _char_offsets(text, np.asarray(out["end"])[keep])
-        tag = probabilities[keep].argmax(-1) if len(keep) else np.zeros([0], int)
+        start, end = _char_offsets(text, starts[i, keep]), _char_offsets(text, ends[i, keep])
+        tag = probabilities[i, keep].argmax(-1) if len(keep) else np.zeros([0], int)
         results.append([{"word": text[s:e], "tag": labels[t], "score": float(p[t]),
                          "start": int(s), "end": int(e)}
-                        for s, e, t, p in zip(starts, ends, tag, probabilities[keep])])
+                        for s, e, t, p in zip(start, end, tag, probabilities[i, keep])])
     return results

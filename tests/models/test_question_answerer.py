@@ -348,6 +348,12 @@ BAD_INPUTS = [
     ("empty predict", lambda m: m.predict(([], [])), r"x\[0\] \(questions\) is empty"),
     ("dataset without answers", lambda m: m.fit(tf.data.Dataset.from_tensor_slices(
         (["a?"], [C0]))), r"dataset of \(question, context\) only: fit and evaluate need"),
+    ("dataset answer elsewhere", lambda m: m.fit(tf.data.Dataset.from_tensor_slices(
+        ((["a?"], [C0]), {"text": ["absolute"], "answer_start": [3]}))),
+     r"x: the dataset holds an answer whose text is not in its context at its answer_start"),
+    ("dataset answer outside", lambda m: m.evaluate(tf.data.Dataset.from_tensor_slices(
+        ((["a?"], [C0]), {"text": ["a"], "answer_start": [500]}))),
+     r"x: the dataset holds an answer whose text is not in its context"),
     ("validation_split", lambda m: m.fit((["a?"], [C0]), Y[:1], validation_split=0.5),
      r"validation_split is not supported"),
     ("predict callbacks", lambda m: m.predict((["a?"], [C0]), callbacks=[]),

@@ -37,6 +37,9 @@ import tensorflow as tf
 from tfbert.models.span_labeler import MASKED_LOGIT
 from tfbert.text.windows import is_max_context, pack_windows
 
+# The graph check's message, matched in the error (no quote marks: TensorFlow escapes them).
+ANSWER_NOT_AT_START = "tfbert: an answer text is not in its context at its answer_start"
+
 NO_SPAN_SCORE = 2 * MASKED_LOGIT  # `score` when a question has no candidate span at all
 # BERT's loss is the mean of the start and end cross-entropies.
 SPAN_LOSS_WEIGHTS = {"start_logits": 0.5, "end_logits": 0.5}
@@ -100,8 +103,7 @@ def answer_byte_range(context, answer_start, answer_text):
     byte_start = tf.cast(tf.strings.length(before), tf.int64)
     byte_length = tf.cast(tf.strings.length(answer_text), tf.int64)
     found = tf.strings.substr(context, byte_start, byte_length) == answer_text
-    check = tf.debugging.assert_equal(none | found, True, message=(
-        "answers: an answer's text is not in its context at its answer_start"))
+    check = tf.debugging.assert_equal(none | found, True, message=ANSWER_NOT_AT_START)
     with tf.control_dependencies([check]):
         byte_start = tf.identity(byte_start)
     no_answer = tf.constant(-1, tf.int64)

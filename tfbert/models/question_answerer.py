@@ -55,12 +55,13 @@ import tensorflow as tf
 
 from tfbert import checkpoint
 from tfbert.data.batching import epoch_batches
-from tfbert.models.answer_spans import (SPAN_LOSS_WEIGHTS, answer_byte_range, answer_strings,
-                                        question_windows, span_loss, span_metrics,
-                                        window_targets)
+from tfbert.models.answer_spans import (ANSWER_NOT_AT_START, SPAN_LOSS_WEIGHTS,
+                                        answer_byte_range, answer_strings, question_windows,
+                                        span_loss, span_metrics, window_targets)
 from tfbert.models.span_labeler import BertSpanLabeler
 from tfbert.models.strings_model import StringsModel
-from tfbert.models.text_data import IDS_HINT, check_weights, holds_ids, is_pair, text_columns
+from tfbert.models.text_data import (IDS_HINT, check_weights, dataset_check_errors, holds_ids,
+                                     is_pair, text_columns)
 from tfbert.text.preprocessor import BertPreprocessor
 
 SECTION = "question_answerer"  # the checkpoint's config.json section and weights prefix
@@ -68,6 +69,9 @@ SECTION = "question_answerer"  # the checkpoint's config.json section and weight
 SETTINGS = ("doc_stride", "doc_overlap", "max_query_length", "max_answer_length", "n_best_size",
             "null_score_diff_threshold", "version_2", "max_windows", "dropout")
 ANSWER_FORM = "{'text': [str], 'answer_start': [int]} (SQuAD form; empty lists: no answer)"
+# A dataset's answers are checked in the graph (answer_byte_range): its one line.
+DATASET_CHECKS = {ANSWER_NOT_AT_START: "x: the dataset holds an answer whose text is not in its "
+                                       "context at its answer_start (a character offset)."}
 # Per model: its traced graph functions, kept outside the model, which Keras
 # and SavedModel export walk (tracing the tokenizer with offsets takes seconds).
 _TRACED = weakref.WeakKeyDictionary()
@@ -321,6 +325,14 @@ class QuestionAnswerer(StringsModel, BertSpanLabeler):
 
         return epoch_batches(examples, n, batch_size, seed,
                              batch=one_epoch).prefetch(tf.data.AUTOTUNE)
+
+    def fit(self, *args, **kwargs):
+        with dataset_check_errors(DATASET_CHECKS):
+            return super().fit(*args, **kwargs)
+
+    def evaluate(self, *args, **kwargs):
+        with dataset_check_errors(DATASET_CHECKS):
+            return super().evaluate(*args, **kwargs)
 
     # === Training: compile() is the recipe (StringsModel) ===
 

@@ -18,6 +18,8 @@ Traceback (most recent call last):
 TypeError: x holds int64 values, not strings: this model takes raw text (ids go to model(inputs) or to BertClassifier).
 """
 
+import contextlib
+
 import numpy as np
 import tensorflow as tf
 
@@ -145,3 +147,17 @@ def check_weights(weights, n):
     if not np.isfinite(weights).all() or (weights < 0).any():
         raise ValueError("sample_weight must be finite and >= 0.")
     return weights
+
+
+@contextlib.contextmanager
+def dataset_check_errors(lines):
+    """A user's `tf.data.Dataset` is checked in the graph (it is not read
+    ahead), so a bad element fails inside TensorFlow several lines deep:
+    `lines` maps each check's message to the one line raised instead."""
+    try:
+        yield
+    except tf.errors.InvalidArgumentError as error:
+        line = next((v for k, v in lines.items() if k in (error.message or "")), None)
+        if line is None:
+            raise
+        raise ValueError(line) from None

@@ -31,7 +31,6 @@ Example (a random tiny encoder; `from_pretrained(dir, label_list=...)` for real 
 ['Flights', 'to', 'Paris', '.']
 """
 
-import contextlib
 import os
 import weakref
 
@@ -43,7 +42,8 @@ from tfbert import checkpoint
 from tfbert.data.batching import training_batches
 from tfbert.models.encoder_model import EncoderModel
 from tfbert.models.strings_model import StringsModel
-from tfbert.models.text_data import IDS_HINT, check_weights, holds_ids, text_columns
+from tfbert.models.text_data import (IDS_HINT, check_weights, dataset_check_errors,
+                                     holds_ids, text_columns)
 from tfbert.models.word_labels import (first_piece_positions, ids_outputs, pack_words,
                                        tag_strings, tagging_loss, tagging_metrics, weighted_labels,
                                        word_pieces_of)
@@ -428,24 +428,16 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
         return tags.with_flat_values(values) if isinstance(tags, tf.RaggedTensor) else values
 
     def fit(self, *args, **kwargs):
-        with self._dataset_tag_errors():
+        with dataset_check_errors(self._dataset_checks()):
             return super().fit(*args, **kwargs)
 
     def evaluate(self, *args, **kwargs):
-        with self._dataset_tag_errors():
+        with dataset_check_errors(self._dataset_checks()):
             return super().evaluate(*args, **kwargs)
 
-    @contextlib.contextmanager
-    def _dataset_tag_errors(self):
-        """The graph check of a dataset's tag ids (`_checked_tags`) fails inside
-        TensorFlow, several lines deep: here it becomes one line."""
-        try:
-            yield
-        except tf.errors.InvalidArgumentError as error:
-            if TAG_ID_CHECK not in (error.message or ""):
-                raise
-            raise ValueError(f"x: the dataset holds a tag id outside [0, {self.num_classes}) "
-                             f"(label_list has {self.num_classes} tags).") from None
+    def _dataset_checks(self):
+        return {TAG_ID_CHECK: f"x: the dataset holds a tag id outside [0, {self.num_classes}) "
+                              f"(label_list has {self.num_classes} tags)."}
 
     # === Training: compile() is the recipe (StringsModel) ===
 

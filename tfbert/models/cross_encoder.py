@@ -114,6 +114,9 @@ class CrossEncoder(TextClassifier):
                             "CrossEncoder(encoder, preprocessor, pooling=...), or "
                             "CrossEncoder.from_pretrained(dir) for a trained head.")
         check_activation(activation)
+        if kwargs.get("long_text", "truncate") != "truncate":
+            raise ValueError("CrossEncoder reads a pair as one window (the passage cut at "
+                             "seq_length); long_text='windows' is TextClassifier's.")
         kwargs.setdefault("name", "cross_encoder")
         super().__init__(encoder, preprocessor, num_classes=1, pairs=True, dropout=dropout,
                          pooling=pooling, initializer_range=initializer_range, **kwargs)

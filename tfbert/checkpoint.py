@@ -91,6 +91,13 @@ class TextClassifierSettings:
     pairs: Optional[bool] = None
     pooling: str = one_of(POOLING, "cls")
     seq_length: Optional[int] = at_least(2, None)
+    # Long texts (`tfbert.text.windows`, the classification task's names; absent in
+    # older checkpoints: truncate). Literal choices: text/ imports this module.
+    long_text: str = one_of(("truncate", "windows"), "truncate")
+    doc_stride: Optional[int] = at_least(1, None)
+    doc_overlap: Optional[int] = at_least(0, None)
+    max_windows: int = at_least(1, 64)
+    window_pooling: str = one_of(("mean", "max", "first"), "mean")
 
     def __post_init__(self):
         config_loader.validate(self)

@@ -358,3 +358,245 @@ def test_fit_and_the_runner_train_the_same_model(tmp_path):
     assert type(result.model) is TextClassifier
     np.testing.assert_allclose(model.predict(dev_texts, verbose=0),
                                result.model.predict(dev_texts, verbose=0), atol=1e-4)
+
+
+# === Long texts: long_text="windows" ===
+
+POOL = {"mean": lambda w: w.mean(0), "max": lambda w: w.max(0), "first": lambda w: w[0]}
+
+
+def long_texts(split="train", sentences=6):
+    """Texts of `sentences` shipped sentences of one label each, far longer than 16
+    wordpieces, with that label."""
+    texts, labels = sentiment(split)
+    out_texts, out_labels = [], []
+    for label in LABELS:
+        same = [t for t, l in zip(texts, labels) if l == label]
+        for i in range(0, len(same) - sentences + 1, sentences):
+            out_texts.append(" ".join(same[i:i + sentences]))
+            out_labels.append(label)
+    return out_texts, out_labels
+
+
+def windowed_model(**kwargs):
+    kwargs.setdefault("label_list", LABELS)
+    return tiny(seq_length=16, long_text="windows", doc_stride=7, **kwargs)
+
+
+def by_hand(model, columns):
+    """Each text's windows' logits, from the model on its windows' ids."""
+    spans, inputs = model.windows(tuple(tf.constant(c) for c in columns))
+    per_window = model(inputs, training=False).numpy()
+    rows = spans["row"].numpy()
+    return [per_window[rows == r] for r in range(len(columns[0]))]
+
+
+@pytest.fixture(scope="module")
+def windowed():
+    """A tiny windowed classifier fitted on long texts (windows of 14 pieces, 7 apart)."""
+    keras.utils.set_random_seed(0)
+    texts, labels = long_texts()
+    model = windowed_model()
+    model.compile()
+    history = model.fit(texts, labels, epochs=4, verbose=0)
+    return model, history
+
+
+def test_windows_train_and_the_schedule_counts_windows(windowed):
+    from tfbert.text.windows import window_spans
+
+    model, history = windowed
+    texts, labels = long_texts()
+    lengths = model.preprocessor.tokenize(tf.constant(texts)).merge_dims(1, 2).row_lengths()
+    windows = int(tf.reduce_sum(window_spans(lengths, 14, doc_stride=7)["num_windows"]))
+    assert windows > 5 * len(texts) and model.num_texts(texts) == windows
+    steps = -(-windows // 16)  # the recipe's batch 16 (of windows), 4 epochs
+    assert model.optimizer._learning_rate.decay_steps == int(model.optimizer.iterations) \
+        == 4 * steps
+    assert history.history["loss"][-1] < 0.8 * history.history["loss"][0]
+    # evaluate reads windows too: each with its text's label.
+    scores = model.evaluate(texts, labels, verbose=0, return_dict=True)
+    assert sorted(scores) == ["accuracy", "loss"] and scores["accuracy"] > 0.5
+
+
+def test_each_window_carries_its_texts_label_and_weight():
+    model = windowed_model()
+    texts, labels = long_texts()
+    texts, labels = texts[:4] + ["Great film ."], labels[:4] + ["positive"]
+    weights = np.array([1.0, 2.0, 0.0, 0.5, 3.0], np.float32)
+    per_text = model.windows_per_text([np.array(texts, object)])
+    want = sorted((LABELS.index(l), w) for l, w, n in zip(labels, weights, per_text)
+                  for _ in range(n))
+    ids = lambda x: [tuple(r[m > 0]) for r, m in zip(x["input_word_ids"].numpy(),
+                                                     x["input_mask"].numpy())]
+    got, in_order = [], []
+    for x, ys, ws in model.text_batches(texts, labels, weights, batch_size=8):
+        got += [(int(y), float(w)) for y, w in zip(ys.numpy(), ws.numpy())]
+        in_order += ids(x)
+    assert sorted(got) == want and len(got) == per_text.sum() > len(texts)
+    # The training stream: one epoch is every window once, a text's windows mixed with others'.
+    stream = model.text_batches(texts, labels, batch_size=8, shuffle=True, seed=3)
+    epoch = [w for x, _ in stream.take(-(-int(per_text.sum()) // 8)) for w in ids(x)]
+    assert sorted(epoch) == sorted(in_order) and epoch != in_order
+
+
+def test_predict_pools_the_windows_logits_in_every_mode(windowed):
+    model, _ = windowed
+    texts, _ = sentiment("dev")
+    x = [" ".join(texts[:7]), "Awful food .", "", " ".join(texts[7:10])]
+    windows = by_hand(model, [x])
+    assert [len(w) for w in windows][1:3] == [1, 1] and len(windows[0]) > 3
+    rows = {}
+    for pooling in POOL:
+        same = model
+        if pooling != model.window_pooling:
+            same = TextClassifier.from_config({**model.get_config(), "window_pooling": pooling})
+            same.set_weights(model.get_weights())
+        rows[pooling] = same.predict(x, batch_size=4)
+        np.testing.assert_allclose(rows[pooling], np.stack([POOL[pooling](w) for w in windows]),
+                                   atol=1e-5)
+    # "first" is what truncation reads: the long text's row is another.
+    assert not np.allclose(rows["first"][0], rows["mean"][0])
+    # batch_size counts windows (a text with more is a call of its own): same rows.
+    np.testing.assert_allclose(model.predict(x, batch_size=1), rows["mean"], atol=1e-5)
+    ds = tf.data.Dataset.from_tensor_slices(x).batch(3)
+    np.testing.assert_allclose(model.predict(ds), rows["mean"], atol=1e-5)
+
+
+def test_pairs_window_the_second_text():
+    texts, labels = long_texts()
+    questions, passages = ["Is it good ?", "Was the food bad ?"] * 2, texts[:4]
+    model = windowed_model()
+    per_text = model.windows_per_text([np.array(questions, object), np.array(passages, object)])
+    assert model.num_texts((questions, passages)) == per_text.sum() > 8 and model.pairs
+    batches = model.text_batches((questions, passages), labels[:4], batch_size=64)
+    assert sum(len(y) for _, y in batches) == per_text.sum()
+    spans, inputs = model.windows((tf.constant(questions[:1]), tf.constant(passages[:1])))
+    q = model.preprocessor.tokenize(tf.constant(questions[:1])).merge_dims(1, 2)[0].numpy()
+    ids, types = inputs["input_word_ids"].numpy(), inputs["input_type_ids"].numpy()
+    assert ids.shape[0] > 2
+    for w in range(ids.shape[0]):  # every window: [CLS] question [SEP] passage part [SEP]
+        np.testing.assert_array_equal(ids[w, 1:1 + len(q)], q)
+        assert types[w, 1 + len(q)] == 0 and types[w, 2 + len(q)] == 1
+    want = np.stack([w.mean(0) for w in by_hand(model, [questions, passages])])
+    np.testing.assert_allclose(model.predict((questions, passages)), want, atol=1e-5)
+    with pytest.raises(ValueError, match="This model reads pairs; got 1 text column"):
+        model.predict(passages)
+
+
+def test_multi_label_and_regression_with_windows():
+    texts = long_texts()[0][:3]
+    multi = windowed_model(num_classes=3, multi_label=True, label_list=["io", "path", "close"],
+                           window_pooling="max")
+    targets = np.array([[1, 0, 0], [1, 0, 1], [0, 0, 0]])
+    regression = windowed_model(num_classes=1, label_list=None)
+    for model, y in ((multi, targets), (regression, [0.5, 1.5, 2.5])):
+        per_text = model.windows_per_text([np.array(texts, object)])
+        got = np.concatenate([t for _, t in model.text_batches(texts, y, batch_size=8)])
+        want = np.repeat(model.targets(y, 3), per_text, axis=0)  # text order: no shuffle
+        np.testing.assert_array_equal(got, want)
+    want = np.stack([w.max(0) for w in by_hand(multi, [texts])])
+    np.testing.assert_allclose(multi.predict(texts), want, atol=1e-5)
+
+
+def test_window_settings_survive_keras_file_and_checkpoint(windowed, tmp_path):
+    import os
+
+    model, _ = windowed
+    model = TextClassifier.from_config({**model.get_config(), "doc_overlap": 5,
+                                        "max_windows": 9, "window_pooling": "max"})
+    model.set_weights(windowed[0].get_weights())
+    x = [" ".join(sentiment("dev")[0][:8]), "Great film ."]
+    want = model.predict(x)
+    settings = {"long_text": "windows", "doc_stride": 7, "doc_overlap": 5, "max_windows": 9,
+                "window_pooling": "max"}
+    path = str(tmp_path / "windows.keras")
+    model.save(path)
+    for again in (keras.models.load_model(path),
+                  TextClassifier.from_pretrained(model.save_pretrained(str(tmp_path / "ckpt")))):
+        assert again.window_settings() == settings
+        np.testing.assert_allclose(again.predict(x), want, atol=1e-5)
+    # A checkpoint written before the window settings: truncation, as it was.
+    config_path = os.path.join(str(tmp_path / "ckpt"), "config.json")
+    with open(config_path, encoding="utf-8") as f:
+        config = json.load(f)
+    for key in settings:
+        del config["text_classifier"][key]
+    with open(config_path, "w", encoding="utf-8") as f:
+        json.dump(config, f)
+    old = TextClassifier.from_pretrained(str(tmp_path / "ckpt"))
+    assert old.long_text == "truncate" and old.window_pooling == "mean"
+
+
+@pytest.mark.slow
+def test_windowed_export_serves_predict(windowed, tmp_path, run_python):
+    model, _ = windowed
+    texts, _ = sentiment("dev")
+    x = [" ".join(texts[:9]), "Great film .", "", "word " * 300]
+    export_dir = model.export(str(tmp_path / "export"))
+    out = run_python(f"""
+import json
+import tensorflow as tf, tensorflow_text  # the tokenizer ops
+m = tf.saved_model.load({export_dir!r})
+out = m.signatures["serving_default"](text=tf.constant({x!r}))
+print(json.dumps({{"logits": out["logits"].numpy().tolist(),
+                   "label": [s.decode() for s in out["label"].numpy()]}}))
+""")
+    served = json.loads(out.strip().splitlines()[-1])
+    want = model.predict(x)
+    np.testing.assert_allclose(served["logits"], want, atol=1e-5)
+    assert served["label"] == [LABELS[i] for i in want.argmax(-1)]
+
+
+@pytest.mark.slow
+def test_windows_under_a_two_replica_strategy(run_python):
+    out = run_python(f"""
+import json, csv
+import numpy as np
+import tensorflow as tf
+tf.config.set_logical_device_configuration(tf.config.list_physical_devices("CPU")[0],
+    [tf.config.LogicalDeviceConfiguration()] * 2)
+import keras
+from tfbert import TextClassifier
+rows = list(csv.DictReader(open("{DATA}/sentiment_dev.tsv"), delimiter="\\t"))
+texts = [" ".join(r["sentence"] for r in rows[i:i + 5]) for i in range(0, 40, 5)] + ["Good ."]
+labels = [rows[i]["label"] for i in range(0, 40, 5)] + ["positive"]
+settings = dict(vocab_file="{VOCAB}", seq_length=16, label_list=["negative", "positive"],
+                long_text="windows", doc_stride=7)
+strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+keras.utils.set_random_seed(0)
+with strategy.scope():
+    model = TextClassifier.from_preset("tiny", **settings)
+    model.compile()
+history = model.fit(texts, labels, epochs=1, verbose=0)
+one_device = TextClassifier.from_preset("tiny", **settings)
+one_device.set_weights(model.get_weights())
+print(json.dumps({{"replicas": strategy.num_replicas_in_sync,
+                   "steps": int(model.optimizer.iterations.numpy()),
+                   "windows": model.num_texts(texts), "loss": history.history["loss"],
+                   "shape": list(model.predict(texts).shape),
+                   "diff": float(np.abs(model.predict(texts, batch_size=5)
+                                        - one_device.predict(texts)).max())}}))
+""")
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["replicas"] == 2 and result["shape"] == [9, 2]
+    assert result["steps"] == result["windows"] // 16  # replicas: full batches only
+    assert np.isfinite(result["loss"]).all() and result["diff"] < 1e-5
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"long_text": "chunks"}, r"long_text must be one of \('truncate', 'windows'\), got 'chunks'"),
+    ({"doc_stride": 0}, r"doc_stride must be >= 1"),
+    ({"doc_stride": -3}, r"doc_stride must be >= 1"),
+    ({"doc_overlap": -1}, r"doc_overlap must be >= 0"),
+    ({"max_windows": 0}, r"max_windows must be >= 1"),
+    ({"max_windows": 2.5}, r"max_windows must be >= 1 \(an integer\)"),
+    ({"window_pooling": "sum"}, r"window_pooling must be one of \('mean', 'max', 'first'\)"),
+    ({"long_text": "windows", "doc_overlap": 14}, r"doc_overlap=14 must be < 14"),
+    ({"long_text": "windows", "doc_overlap": 7, "pairs": True},
+     r"doc_overlap=7 must be < 7, the text wordpieces of a window after the first text"),
+])
+def test_bad_window_arguments_are_one_line(kwargs, match):
+    with pytest.raises((TypeError, ValueError), match=match) as info:
+        tiny(seq_length=16, **kwargs)
+    assert "\n" not in str(info.value)

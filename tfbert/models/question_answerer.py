@@ -72,10 +72,6 @@ ANSWER_FORM = "{'text': [str], 'answer_start': [int]} (SQuAD form; empty lists: 
 # A dataset's answers are checked in the graph (answer_byte_range): its one line.
 DATASET_CHECKS = {ANSWER_NOT_AT_START: "x: the dataset holds an answer whose text is not in its "
                                        "context at its answer_start (a character offset)."}
-# Per model: its traced graph functions, kept outside the model, which Keras
-# and SavedModel export walk (tracing the tokenizer with offsets takes seconds).
-_TRACED = weakref.WeakKeyDictionary()
-
 
 @keras.saving.register_keras_serializable(package="tfbert")
 class QuestionAnswerer(StringsModel, BertSpanLabeler):
@@ -187,11 +183,7 @@ class QuestionAnswerer(StringsModel, BertSpanLabeler):
         settings: every dataset's `map` and every `predict` reuse its graph."""
         key = (name, tuple(sorted(self.window_settings().items())),
                tuple(sorted(self.search_settings().items())))
-        functions = _TRACED.setdefault(self, {})
-        if key not in functions:
-            functions[key] = tf.function(fn, input_signature=signature, autograph=False,
-                                         reduce_retracing=True)
-        return functions[key]
+        return self.traced(key, fn, signature)
 
     def answer_function(self):
         """The traced answer function of `predict`: questions, contexts

@@ -18,6 +18,8 @@ with_targets, seed, drop_remainder)`, `num_texts(x)`, `default_loss()` and
 only the positions with a weight, as per-word tags do).
 """
 
+import weakref
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -31,6 +33,10 @@ from tfbert.text.preprocessor import BertPreprocessor
 from tfbert.train import recipe
 from tfbert.train.optimizer import optimizer_for
 from tfbert.train.train_config import TrainConfig
+
+# Per model: its traced text functions (`StringsModel.traced`), kept outside the
+# model, whose attributes Keras and the SavedModel export walk.
+_TRACED = weakref.WeakKeyDictionary()
 
 
 class StringsModel:
@@ -119,7 +125,19 @@ class StringsModel:
         self._auto_optimizer = optimizer == "auto"
         if self._auto_optimizer:  # a placeholder until fit: Keras needs one to compile
             optimizer = keras.optimizers.AdamW(auto_learning_rate(self))
+        _TRACED.pop(self, None)  # traced before: the model may have changed (LoRA)
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def traced(self, key, fn, signature=None):
+        """`fn` as a `tf.function` (of `signature`), traced once per model and
+        `key`: every dataset's `map` and every `predict` reuse its graph
+        (tracing the tokenizer takes seconds). `fn` must not hold the model
+        itself (a `weakref`), or the cache keeps it alive."""
+        functions = _TRACED.setdefault(self, {})
+        if key not in functions:
+            functions[key] = tf.function(fn, input_signature=signature, autograph=False,
+                                         reduce_retracing=True)
+        return functions[key]
 
     def compile_from_config(self, config):
         # What Keras' own does for a model whose compile() is not overridden.

@@ -18,6 +18,14 @@ threshold). The model itself maps the three id tensors to logits, as
 `BertClassifier` does, so `model.predict(texts)` gives logits; the dict of
 ids (or a dataset of it) is passed through as it is.
 
+Long texts: `long_text="truncate"` (the default) cuts a text at `seq_length`;
+`long_text="windows"` reads every window of it (`tfbert.text.windows`), as
+the classification task's `long_text: windows` does: in `fit` and `evaluate`
+each window is one example with its text's label (the recipe's batch size
+and schedule count windows), `predict` and the export give one row per
+text, its windows' logits pooled with `window_pooling`. Pairs window the
+second text; the first goes before every window.
+
 Ways out: `save("m.keras")` / `keras.models.load_model` (the vocabulary
 travels in the config); `export(dir)`: the strings-in SavedModel that
 `tools/finetune.py` writes for the same head (`serving_default(text[,
@@ -35,19 +43,26 @@ Example (a random tiny encoder; `from_pretrained(dir)` for real weights):
 """
 
 import os
+import weakref
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 from tfbert import checkpoint
-from tfbert.data.batching import training_batches
+from tfbert.config_loader import check_int
+from tfbert.data.batching import epoch_batches, training_batches
 from tfbert.models.classifier import BertClassifier
 from tfbert.models.strings_model import StringsModel
 from tfbert.models.text_data import (check_weights, dataset_columns, holds_ids, text_columns,
                                      text_dataset)
-from tfbert.text.packer import trim_to_bucket
+from tfbert.text.packer import trim_to_bucket, trim_to_longest
 from tfbert.text.preprocessor import BertPreprocessor
+from tfbert.text.windows import WINDOW_MODES, pack_windows, pool_windows, window_batches
+
+# How a long text's windows' logits become its row (`long_text="windows"`).
+WINDOW_POOLING = ("mean", "max", "first")
+
 
 def classification_outputs(logits, label_list):
     """`logits`, `probabilities` (softmax), `label_id` and `label` (graph ops;
@@ -75,6 +90,35 @@ def multi_label_outputs(logits, thresholds, label_list):
     labels = tf.where(tf.range(num)[None, :] < count[:, None], names, "")
     return {"logits": logits, "probabilities": probabilities, "label_mask": mask,
             "labels": labels, "num_labels": count}
+
+
+def text_windows(preprocessor, texts, seq_length, doc_stride=None, doc_overlap=None,
+                 max_windows=None):
+    """`(spans, inputs)`: the windows of a tuple of one or two string tensors
+    `[batch]` (`window_spans`) and their packed int32 `[windows, seq_length]`
+    inputs, at most `max_windows` per text. Pairs: the second text is
+    windowed; the first, cut to half a window, goes before every window (as a
+    question before a context in QA). The model's and the classification
+    task's windows."""
+    pieces = lambda t: preprocessor.tokenize(t).merge_dims(1, 2)
+    prefix = pieces(texts[0])[:, : (seq_length - 3) // 2] if len(texts) == 2 else None
+    return pack_windows(preprocessor, pieces(texts[-1]), seq_length, prefix=prefix,
+                        doc_stride=doc_stride, doc_overlap=doc_overlap,
+                        max_windows_per_text=max_windows)
+
+
+def pooled_logits(call, windows, pooling):
+    """Logits `[batch, outputs]`, one row per text, of `text_windows`' output:
+    `call` (the model on ids) on every window, pooled per text."""
+    spans, inputs = windows
+    return pool_windows(call(trim_to_longest(inputs)), spans, pooling)
+
+
+def smallest_window(seq_length, pairs):
+    """Wordpieces of text in the smallest window (pairs: after the longest kept first text)."""
+    if pairs:
+        return seq_length - 3 - (seq_length - 3) // 2
+    return seq_length - 2
 
 
 def head_loss(num_classes, multi_label=False):
@@ -112,13 +156,22 @@ class TextClassifier(StringsModel, BertClassifier):
         dropout: as `BertClassifier`.
         pooling: as `BertClassifier`.
         initializer_range: as `BertClassifier`.
+        long_text: "truncate" (a text is cut at `seq_length`) or "windows"
+            (every window of it is read; see module doc).
+        doc_stride: wordpieces between window starts (None: half a window).
+        doc_overlap: or, set (it wins), wordpieces shared by neighbouring
+            windows.
+        max_windows: windows read per text (the rest of a longer one is not).
+        window_pooling: how a text's windows' logits become its row: "mean",
+            "max" (one decisive passage is enough) or "first".
     """
 
     settings_section = "text_classifier"  # save_pretrained: config.json section
 
     def __init__(self, encoder, preprocessor, num_classes=2, multi_label=False,
                  label_list=None, threshold=0.5, pairs=None, dropout=0.1, pooling="cls",
-                 initializer_range=None, **kwargs):
+                 initializer_range=None, long_text="truncate", doc_stride=None,
+                 doc_overlap=None, max_windows=64, window_pooling="mean", **kwargs):
         # === Checks ===
         if not isinstance(preprocessor, BertPreprocessor):
             raise TypeError(f"{type(self).__name__} needs a BertPreprocessor, got "
@@ -137,6 +190,14 @@ class TextClassifier(StringsModel, BertClassifier):
                                                      if num_classes == 1 else "."))
             if len(set(label_list)) != len(label_list):
                 raise ValueError(f"label_list names a label twice: {label_list}.")
+        if long_text not in WINDOW_MODES:
+            raise ValueError(f"long_text must be one of {WINDOW_MODES}, got {long_text!r}.")
+        if window_pooling not in WINDOW_POOLING:
+            raise ValueError(f"window_pooling must be one of {WINDOW_POOLING}, got "
+                             f"{window_pooling!r}.")
+        doc_stride = check_int(doc_stride, "doc_stride", 1, allow_none=True)
+        doc_overlap = check_int(doc_overlap, "doc_overlap", 0, allow_none=True)
+        max_windows = check_int(max_windows, "max_windows", 1)
         kwargs.setdefault("name", "text_classifier")
         super().__init__(encoder, num_classes, dropout=dropout,
                          initializer_range=initializer_range, pooling=pooling, **kwargs)
@@ -147,6 +208,12 @@ class TextClassifier(StringsModel, BertClassifier):
                                          [str(i) for i in range(num_classes)])
         self.threshold = float(threshold)
         self.pairs = pairs
+        self.long_text = long_text
+        self.doc_stride = doc_stride
+        self.doc_overlap = doc_overlap
+        self.max_windows = max_windows
+        self.window_pooling = window_pooling
+        self._check_overlap()
         self._auto_optimizer = False  # compile(optimizer="auto"): fit builds the optimizer
         if self.multi_label:
             # One threshold per label, saved with the weights: the fine-tuning
@@ -168,7 +235,9 @@ class TextClassifier(StringsModel, BertClassifier):
         head = ckpt.prefixed_weights("classifier") if settings else {}
         if head:
             num_classes = cls.head_size(head, num_classes, ckpt.weights_path, "classifier")
-            for key in ("multi_label", "label_list", "threshold", "pairs", "pooling"):
+            for key in ("multi_label", "label_list", "threshold", "pairs", "pooling",
+                        "long_text", "doc_stride", "doc_overlap", "max_windows",
+                        "window_pooling"):
                 kwargs.setdefault(key, getattr(settings, key))
             seq_length = settings.seq_length or seq_length
         preprocessor = BertPreprocessor.from_pretrained(checkpoint_dir, seq_length=seq_length)
@@ -194,9 +263,97 @@ class TextClassifier(StringsModel, BertClassifier):
     def _check_columns(self, count):
         if self.pairs is None:
             self.pairs = count == 2
+            self._check_overlap()
         elif self.pairs != (count == 2):
             raise ValueError(f"This model reads {'pairs' if self.pairs else 'single texts'}; "
                              f"got {count} text column{'s' if count > 1 else ''}.")
+
+    def _check_overlap(self):
+        """Each window must move on: `doc_overlap` below the smallest window."""
+        if not self.windowed or self.doc_overlap is None:
+            return
+        room = smallest_window(self.preprocessor.seq_length, self.pairs)
+        after = " after the first text" if self.pairs else ""
+        if self.doc_overlap >= room:
+            raise ValueError(f"doc_overlap={self.doc_overlap} must be < {room}, the text "
+                             f"wordpieces of a window{after} at seq_length="
+                             f"{self.preprocessor.seq_length}.")
+
+    # === Long texts: windows (`tfbert.text.windows`) ===
+
+    @property
+    def windowed(self):
+        return self.long_text == "windows"
+
+    def windows(self, texts):
+        """Graph ops: `text_windows` of a tuple of string tensors `[batch]` at
+        this model's settings."""
+        return text_windows(self.preprocessor, _tuple(texts), self.preprocessor.seq_length,
+                            self.doc_stride, self.doc_overlap, self.max_windows)
+
+    def text_logits(self, texts, call=None):
+        """Graph ops: a tuple of string tensors `[batch]` -> logits `[batch,
+        outputs]`, one row per text however long (windows pooled with
+        `window_pooling`). `call`: how the model runs on ids."""
+        call = call or (lambda ids: self(ids, training=False))
+        if not self.windowed:
+            return call(self.preprocess(texts))
+        return pooled_logits(call, self.windows(texts), self.window_pooling)
+
+    def _traced(self, name, fn, count):
+        """`fn(*texts)` of `count` string tensors `[batch]` as a `tf.function`,
+        traced once per model (`compile` drops them: LoRA changes the model)."""
+        return self.traced((name, count), fn, [tf.TensorSpec([None], tf.string)] * count)
+
+    def traced_windows(self, count):
+        """`windows` of `count` string tensors as a traced function: counting,
+        every dataset's `map` and `predict` reuse one graph (tracing the
+        tokenizer takes seconds)."""
+        model = weakref.ref(self)  # the cache must not keep the model alive
+        return self._traced("windows", lambda *t: model().windows(t), count)
+
+    def windows_per_text(self, columns):
+        """NumPy int64 `[n]`: the windows of each text of checked text columns."""
+        windows = self.traced_windows(len(columns))
+        return np.concatenate([windows(*[tf.constant(list(c[i:i + 256]), tf.string)
+                                         for c in columns])[0]["num_windows"].numpy()
+                               for i in range(0, len(columns[0]), 256)])
+
+    def _to_windows(self, batches, has_targets):
+        """Batches of texts `(texts[, targets[, weights]])` -> one element per
+        window, `(ids[, targets[, weights]])` with its text's targets and weight."""
+        def windows_of(texts, *rest):
+            texts = _tuple(texts)
+            spans, inputs = self.traced_windows(len(texts))(*texts)
+            return (inputs, *[tf.gather(r, spans["row"]) for r in rest]) if rest else inputs
+
+        if has_targets:
+            to_windows = lambda texts, *rest: windows_of(texts, *rest)
+        else:  # the elements are the tuple of text columns: map unpacks it
+            to_windows = lambda *texts: windows_of(texts)
+        return batches.map(to_windows, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+
+    def window_batches(self, examples, columns, batch_size, shuffle, seed, drop_remainder):
+        """Batches of windows of text `examples` (`text_dataset`'s), each window
+        with its text's targets. `shuffle`: the windowed classification task's
+        training stream (each epoch every window once, a text's windows mixed
+        with others'), endless."""
+        has_targets = isinstance(examples.element_spec[0], tuple)
+        total = int(self.windows_per_text(columns).sum())
+        windows = lambda d: self._to_windows(d.batch(32), has_targets)
+        if not shuffle:
+            ds = windows(examples).batch(batch_size).map(_trim)
+            # A known length: Keras warns "ran out of data" after a dataset of unknown length.
+            steps = -(-total // batch_size)
+            return ds.apply(tf.data.experimental.assert_cardinality(steps)).prefetch(
+                tf.data.AUTOTUNE)
+
+        def one_epoch(shuffled):
+            ds = windows(shuffled).shuffle(min(4096, total), seed=seed)
+            return ds.batch(batch_size, drop_remainder=drop_remainder).map(_trim)
+
+        return epoch_batches(examples, len(columns[0]), batch_size, seed,
+                             batch=one_epoch).prefetch(tf.data.AUTOTUNE)
 
     def targets(self, y, n):
         """`y` as the loss expects it, checked: class ids `[n]`, scores `[n, 1]`
@@ -260,7 +417,9 @@ class TextClassifier(StringsModel, BertClassifier):
                 raise ValueError("x is a dataset of texts only: fit and evaluate need "
                                  "(texts, targets) elements.")
             ds = x if batched else x.batch(batch_size)
-            if has_targets:
+            if self.windowed:
+                ds = self._to_windows(ds, has_targets).batch(batch_size).map(_trim)
+            elif has_targets:
                 ds = ds.map(lambda t, *rest: (self.preprocess(t), *rest),
                             num_parallel_calls=tf.data.AUTOTUNE)
             else:
@@ -271,6 +430,9 @@ class TextClassifier(StringsModel, BertClassifier):
         n = len(columns[0])
         targets = self.targets(y, n) if with_targets else None
         weights = check_weights(sample_weight, n) if with_targets else None
+        if self.windowed:
+            return self.window_batches(text_dataset(columns, targets, weights), columns,
+                                       batch_size, shuffle, seed, drop_remainder)
         if shuffle:
             ds = text_dataset(columns, targets, weights)
             ds = training_batches(ds, n, batch_size, seed, self._num_tokens, drop_remainder)
@@ -288,7 +450,12 @@ class TextClassifier(StringsModel, BertClassifier):
         return tf.add_n([tokenize(t).row_lengths() for t in _tuple(texts)])
 
     def num_texts(self, x):
-        return len(text_columns(x)[0])
+        """Training examples in `x`: its texts, or with windows, their windows."""
+        columns = text_columns(x)
+        if not self.windowed:
+            return len(columns[0])
+        self._check_columns(len(columns))
+        return int(self.windows_per_text(columns).sum())
 
     # === Training: compile() is the recipe (StringsModel) ===
 
@@ -300,11 +467,44 @@ class TextClassifier(StringsModel, BertClassifier):
 
     def predict(self, x, batch_size=None, **kwargs):
         """Logits `[n, num_classes]` of raw texts, in input order (the ids
-        dict, or a dataset of it, goes to the model as it is)."""
+        dict, or a dataset of it, goes to the model as it is). With
+        `long_text="windows"`, one row per text, its windows' logits pooled,
+        and `batch_size` counts windows (a call holds the windows of several
+        texts, at most `batch_size`, or one text's)."""
         if holds_ids(x):
             return super().predict(x, batch_size=batch_size, **kwargs)
+        if self.windowed:
+            kwargs.pop("verbose", None)
+            if kwargs:
+                raise TypeError(f"predict on texts with long_text='windows' takes x, "
+                                f"batch_size and verbose; got {sorted(kwargs)}.")
+            return self.window_predict(x, int(batch_size or 32))
         return super().predict(self.text_batches(x, batch_size=batch_size, with_targets=False),
                                **kwargs)
+
+    def window_predict(self, x, batch_size):
+        """NumPy logits `[n, num_classes]`, windows pooled per text (as the
+        export's `text_logits`), by one traced function over batches of texts;
+        outside Keras' predict, so a model built under a distribution strategy
+        runs it too."""
+        if isinstance(x, tf.data.Dataset):
+            count, has_targets, batched = dataset_columns(x)
+            self._check_columns(count)
+            ds = x if batched else x.batch(batch_size)
+            batches = (_tuple(e[0] if has_targets else e) for e in ds)
+        else:
+            columns = text_columns(x)
+            self._check_columns(len(columns))
+            count = len(columns)
+            batches = ([tf.constant(list(c[start:end]), tf.string) for c in columns]
+                       for start, end in window_batches(self.windows_per_text(columns),
+                                                        batch_size))
+        model, windows = weakref.ref(self), self.traced_windows(count)
+        call = lambda ids: model()(ids, training=False)
+        logits_of = self._traced("logits", lambda *t: pooled_logits(
+            call, windows(*t), model().window_pooling), count)
+        out = [logits_of(*texts).numpy() for texts in batches]
+        return np.concatenate(out) if out else np.zeros((0, self.num_classes), np.float32)
 
     # === Ways out ===
 
@@ -332,8 +532,8 @@ class TextClassifier(StringsModel, BertClassifier):
         call = compiled_call(self, jit_compile)
         names = self.text_inputs
 
-        def serve_text(texts):
-            return self.outputs_of(call(self.preprocess([texts[n] for n in names])))
+        def serve_text(texts):  # with windows, one row per text: its windows pooled
+            return self.outputs_of(self.text_logits(tuple(texts[n] for n in names), call))
 
         return export_task_model(os.fspath(filepath), serve_text,
                                  lambda ids: self.outputs_of(call(ids)), names,
@@ -345,15 +545,27 @@ class TextClassifier(StringsModel, BertClassifier):
         `text_classifier` section)."""
         return checkpoint.TextClassifierSettings(
             multi_label=self.multi_label, label_list=self.label_list, threshold=self.threshold,
-            pairs=self.pairs, pooling=self.pooling, seq_length=self.preprocessor.seq_length)
+            pairs=self.pairs, pooling=self.pooling, seq_length=self.preprocessor.seq_length,
+            **self.window_settings())
+
+    def window_settings(self):
+        """The long-text settings (constructor names)."""
+        return {"long_text": self.long_text, "doc_stride": self.doc_stride,
+                "doc_overlap": self.doc_overlap, "max_windows": self.max_windows,
+                "window_pooling": self.window_pooling}
 
     # === Keras plumbing ===
 
     def head_config(self):
         return {**super().head_config(), "multi_label": self.multi_label,
                 "label_list": self.label_list, "threshold": self.threshold,
-                "pairs": self.pairs}
+                "pairs": self.pairs, **self.window_settings()}
 
 
 def _tuple(texts):
     return tuple(texts) if isinstance(texts, (tuple, list)) else (texts,)
+
+
+def _trim(ids, *rest):
+    """A batch of packed windows cut to a bucket of its longest (targets unchanged)."""
+    return (trim_to_bucket(ids), *rest) if rest else trim_to_bucket(ids)

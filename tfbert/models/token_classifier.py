@@ -53,10 +53,6 @@ from tfbert.text.word_splitting import WordSplitter
 
 TAG_ID_CHECK = "tfbert: a dataset tag id is out of range"  # the graph check's message
 SECTION = "token_classifier"  # the checkpoint's config.json section and weights prefix
-# Per model: its tokenizing functions, traced once (tracing the tokenizer with offsets
-# takes seconds) and kept outside the model, which Keras and SavedModel export walk.
-_TRACED = weakref.WeakKeyDictionary()
-
 
 @keras.saving.register_keras_serializable(package="tfbert")
 class BertTokenClassifier(EncoderModel):
@@ -243,13 +239,8 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
 
     def _traced(self, fn):
         """`fn` (a method of this model) as a `tf.function`, traced once a signature."""
-        functions = _TRACED.setdefault(self, {})
-        name = fn.__name__
-        if name not in functions:
-            model = weakref.ref(self)  # the cache must not keep the model alive
-            functions[name] = tf.function(lambda *args: getattr(model(), name)(*args),
-                                          autograph=False, reduce_retracing=True)
-        return functions[name]
+        model, name = weakref.ref(self), fn.__name__
+        return self.traced(name, lambda *args: getattr(model(), name)(*args))
 
     def _split_strings(self, text):
         return self._traced(self._split)(text)

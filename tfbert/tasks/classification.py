@@ -36,13 +36,13 @@ from tfbert.config_loader import at_least, in_range, one_of, validate
 from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
 from tfbert.metrics import glue
-from tfbert.models.text_classifier import (TextClassifier, classification_outputs, head_loss,
-                                           head_metrics, regression_outputs)
+from tfbert.models.text_classifier import (WINDOW_POOLING, TextClassifier,
+                                           classification_outputs, head_loss, head_metrics,
+                                           pooled_logits, regression_outputs, text_windows)
 from tfbert.tasks.text_task import TextTask
 from tfbert.tasks.multi_label import MultiLabelClassification
-from tfbert.text.packer import trim_to_bucket, trim_to_longest
-from tfbert.text.windows import (WINDOW_MODES, count_windows, pack_windows, pool_windows,
-                                 window_batches)
+from tfbert.text.packer import trim_to_bucket
+from tfbert.text.windows import WINDOW_MODES, count_windows, window_batches
 
 Column = Optional[Union[str, int]]
 
@@ -73,7 +73,7 @@ class ClassificationConfig:
     long_text: str = one_of(WINDOW_MODES, "truncate")
     # mean: the whole text counts; max: one decisive passage is enough; first:
     # the opening decides (titles, abstracts), later windows only cost time.
-    window_pooling: str = one_of(("mean", "max", "first"), "mean")
+    window_pooling: str = one_of(WINDOW_POOLING, "mean")
     doc_stride: Optional[int] = at_least(1, None)  # window step; None: half a window
     doc_overlap: Optional[int] = at_least(0, None)  # or: wordpieces shared by neighbours
     max_windows: int = at_least(1, 64)  # per text; the rest of a longer text is not read
@@ -188,13 +188,11 @@ class ClassificationTask(TextTask):
         """`(spans, inputs)`: the windows of a dict of string tensors `[batch]`
         (`window_spans`) and their packed int32 `[windows, seq_length]` inputs.
         Pairs: the second text is windowed; the first, cut to half a window,
-        goes before every window (as a question before a context in QA)."""
+        goes before every window (as a question before a context in QA). The
+        same function as `TextClassifier.windows` (`text_windows`)."""
         c = self.config
-        pieces = lambda t: self.preprocessor.tokenize(t).merge_dims(1, 2)
-        prefix = pieces(texts["text"])[:, : (c.seq_length - 3) // 2] if self.pairs else None
-        return pack_windows(self.preprocessor, pieces(texts[self.text_inputs[-1]]), c.seq_length,
-                            prefix=prefix, doc_stride=c.doc_stride, doc_overlap=c.doc_overlap,
-                            max_windows_per_text=c.max_windows)
+        return text_windows(self.preprocessor, [texts[n] for n in self.text_inputs],
+                            c.seq_length, c.doc_stride, c.doc_overlap, c.max_windows)
 
     def _window_dataset(self, ds, path, batch_size, training, seed):
         """Batches of windows, each with its text's target."""
@@ -224,9 +222,7 @@ class ClassificationTask(TextTask):
         call = call or compiled_call(model, jit_compile=False)
         if not self.windowed:
             return call(self.encode(texts))
-        spans, inputs = self.windows(texts)
-        logits = call(trim_to_longest(inputs))
-        return pool_windows(logits, spans, self.config.window_pooling)
+        return pooled_logits(call, self.windows(texts), self.config.window_pooling)
 
     def window_text_batches(self, texts, batch_size):
         """Batches (dicts of string tensors) of the texts in order, each with at
@@ -290,12 +286,15 @@ class ClassificationTask(TextTask):
     # === Model, loss, metrics ===
 
     def build_model(self, encoder):
-        """The `TextClassifier` a user's `fit` trains (same head, same outputs)."""
+        """The `TextClassifier` a user's `fit` trains (same head, same outputs,
+        same windows over long texts)."""
+        c = self.config
         return TextClassifier(encoder, self.preprocessor, num_classes=self.num_outputs,
                               label_list=None if self.regression else self.label_list,
-                              multi_label=self.config.multi_label,
-                              threshold=self.config.threshold or 0.5, pairs=self.pairs,
-                              dropout=self.config.dropout)
+                              multi_label=c.multi_label, threshold=c.threshold or 0.5,
+                              pairs=self.pairs, dropout=c.dropout, long_text=c.long_text,
+                              doc_stride=c.doc_stride, doc_overlap=c.doc_overlap,
+                              max_windows=c.max_windows, window_pooling=c.window_pooling)
 
     def loss(self):
         return head_loss(self.num_outputs)

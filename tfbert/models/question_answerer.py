@@ -60,8 +60,7 @@ from tfbert.models.answer_spans import (ANSWER_NOT_AT_START, SPAN_LOSS_WEIGHTS,
                                         span_loss, span_metrics, window_targets)
 from tfbert.models.span_labeler import BertSpanLabeler
 from tfbert.models.strings_model import StringsModel
-from tfbert.models.text_data import (IDS_HINT, check_weights, dataset_check_errors, holds_ids,
-                                     is_pair, text_columns)
+from tfbert.models.text_data import IDS_HINT, check_weights, holds_ids, is_pair, text_columns
 from tfbert.text.preprocessor import BertPreprocessor
 
 SECTION = "question_answerer"  # the checkpoint's config.json section and weights prefix
@@ -318,13 +317,8 @@ class QuestionAnswerer(StringsModel, BertSpanLabeler):
         return epoch_batches(examples, n, batch_size, seed,
                              batch=one_epoch).prefetch(tf.data.AUTOTUNE)
 
-    def fit(self, *args, **kwargs):
-        with dataset_check_errors(DATASET_CHECKS):
-            return super().fit(*args, **kwargs)
-
-    def evaluate(self, *args, **kwargs):
-        with dataset_check_errors(DATASET_CHECKS):
-            return super().evaluate(*args, **kwargs)
+    def dataset_checks(self):
+        return DATASET_CHECKS
 
     # === Training: compile() is the recipe (StringsModel) ===
 

@@ -28,7 +28,7 @@ from tfbert import checkpoint
 from tfbert.config import BertConfig
 from tfbert.data.batching import steps_per_epoch as steps_per_epoch_of
 from tfbert.encoder import BertEncoder
-from tfbert.models.text_data import holds_ids
+from tfbert.models.text_data import dataset_check_errors, holds_ids
 from tfbert.text.preprocessor import BertPreprocessor
 from tfbert.train import recipe
 from tfbert.train.optimizer import optimizer_for
@@ -182,18 +182,26 @@ class StringsModel:
         if validation_data is not None:
             validation_data = self.text_batches(*_validation_parts(validation_data),
                                                 batch_size=batch_size)
-        if getattr(self, "_auto_optimizer", False):
-            steps = steps_per_epoch or count_batches(data)
-            self._compile_recipe(max(1, steps * epochs))
-        # shuffle=False: the text batches are shuffled above, before tokenization.
-        return super().fit(data, epochs=epochs, validation_data=validation_data,
-                           steps_per_epoch=steps_per_epoch, shuffle=False, **kwargs)
+        with dataset_check_errors(self.dataset_checks()):  # counting reads the data too
+            if getattr(self, "_auto_optimizer", False):
+                steps = steps_per_epoch or count_batches(data)
+                self._compile_recipe(max(1, steps * epochs))
+            # shuffle=False: the text batches are shuffled above, before tokenization.
+            return super().fit(data, epochs=epochs, validation_data=validation_data,
+                               steps_per_epoch=steps_per_epoch, shuffle=False, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         if holds_ids(x):
             return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight,
                                     **kwargs)
-        return super().evaluate(self.text_batches(x, y, sample_weight, batch_size), **kwargs)
+        with dataset_check_errors(self.dataset_checks()):
+            return super().evaluate(self.text_batches(x, y, sample_weight, batch_size),
+                                    **kwargs)
+
+    def dataset_checks(self):
+        """`{message: one line}`: the graph checks of a user's `tf.data.Dataset`
+        and the line each failure becomes (`text_data.dataset_check_errors`)."""
+        return {}
 
     # === Keras plumbing ===
 

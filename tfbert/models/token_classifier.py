@@ -42,10 +42,10 @@ from tfbert import checkpoint
 from tfbert.data.batching import training_batches
 from tfbert.models.encoder_model import EncoderModel
 from tfbert.models.strings_model import StringsModel
-from tfbert.models.text_data import (IDS_HINT, check_weights, dataset_check_errors,
-                                     holds_ids, text_columns)
-from tfbert.models.word_labels import (first_piece_positions, ids_outputs, pack_words,
-                                       tag_strings, tagging_loss, tagging_metrics, weighted_labels,
+from tfbert.models.text_data import IDS_HINT, check_weights, holds_ids, text_columns
+from tfbert.models.word_labels import (first_piece_positions, ids_outputs,
+                                       logits_at_first_pieces, pack_words, tag_strings,
+                                       tagging_loss, tagging_metrics, weighted_labels,
                                        word_pieces_of)
 from tfbert.text.packer import trim_to_bucket
 from tfbert.text.preprocessor import BertPreprocessor
@@ -418,15 +418,7 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
             values = tf.identity(values)
         return tags.with_flat_values(values) if isinstance(tags, tf.RaggedTensor) else values
 
-    def fit(self, *args, **kwargs):
-        with dataset_check_errors(self._dataset_checks()):
-            return super().fit(*args, **kwargs)
-
-    def evaluate(self, *args, **kwargs):
-        with dataset_check_errors(self._dataset_checks()):
-            return super().evaluate(*args, **kwargs)
-
-    def _dataset_checks(self):
+    def dataset_checks(self):
         return {TAG_ID_CHECK: f"x: the dataset holds a tag id outside [0, {self.num_classes}) "
                               f"(label_list has {self.num_classes} tags)."}
 
@@ -445,13 +437,10 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
                 and "pieces" in data[1]):
             return super().predict_step(data)  # the ids dict: per-position logits
         inputs, words = data
-        logits = self(inputs, training=False)
-        last = tf.shape(logits, out_type=tf.int64)[1] - 1
-        # As logits_at_first_pieces; padding words have no pieces, so are never kept.
-        kept = (words["position"] < last) & (words["pieces"] > 0)
-        position = tf.minimum(words["position"], last)
+        word_logits, kept = logits_at_first_pieces(self(inputs, training=False),
+                                                   words["position"], words["pieces"])
         return {**{k: words[k] for k in ("num_words", "start", "end", "text")},
-                "word_logits": tf.gather(logits, position, batch_dims=1), "kept": kept}
+                "word_logits": word_logits, "kept": kept}
 
     def predict(self, x, batch_size=None, return_logits=False, **kwargs):
         """Per text, a list of `{"word", "tag", "score", "start", "end"}` (see
@@ -544,8 +533,7 @@ def _per_text(out, label_list, return_logits):
     gives a `tf.RaggedTensor` where batches differ in width) -> one list (or
     array) per text."""
     def padded(value):
-        return (value.to_tensor() if isinstance(value, tf.RaggedTensor) else value).numpy() \
-            if tf.is_tensor(value) else np.asarray(value)
+        return np.asarray(value.to_tensor() if isinstance(value, tf.RaggedTensor) else value)
 
     labels = np.asarray(label_list, dtype=object)
     logits = padded(out["word_logits"]).astype(np.float32)

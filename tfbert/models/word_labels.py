@@ -158,18 +158,22 @@ def first_piece_logits(word_pieces, logits):
     each word's first-piece logits in one packed sequence (`logits` `[batch,
     seq, classes]`, possibly cut to a bucket); `kept` is False for words whose
     first piece was truncated away (or that have no piece)."""
-    return logits_at_first_pieces(logits, word_pieces.value_rowids(),
-                                  first_piece_positions(word_pieces),
-                                  word_pieces.row_lengths(axis=2).flat_values)
+    return logits_at_first_pieces(logits, first_piece_positions(word_pieces),
+                                  word_pieces.row_lengths(axis=2).flat_values,
+                                  word_row=word_pieces.value_rowids())
 
 
-def logits_at_first_pieces(logits, word_row, position, num_pieces):
-    """`first_piece_logits` from each word's text row, first-piece position
-    (`first_piece_positions`) and piece count, all `[words]`."""
-    width = tf.shape(logits, out_type=tf.int64)[1]
-    kept = (position < width - 1) & (num_pieces > 0)
-    index = tf.stack([word_row, tf.minimum(position, width - 1)], axis=1)
-    return tf.gather_nd(logits, index), kept
+def logits_at_first_pieces(logits, position, num_pieces, word_row=None):
+    """`first_piece_logits` from each word's first-piece position
+    (`first_piece_positions`) and piece count: over the batch's words `[words]`
+    with each word's text row `word_row`, or without it per text `[batch,
+    words]` (padding words have no pieces: never kept)."""
+    last = tf.shape(logits, out_type=tf.int64)[1] - 1
+    kept = (position < last) & (num_pieces > 0)
+    position = tf.minimum(position, last)
+    if word_row is None:
+        return tf.gather(logits, position, batch_dims=1), kept
+    return tf.gather_nd(logits, tf.stack([word_row, position], axis=1)), kept
 
 
 def word_outputs(text, starts, ends, word_logits, kept, label_list):

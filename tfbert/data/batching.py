@@ -78,6 +78,56 @@ def epoch_batches(ds, num_examples, batch_size, seed, drop_remainder=False, batc
     return ds.repeat()
 
 
+# Texts tokenized and windowed per call of a window stream's `to_windows`.
+WINDOWING_BATCH = 32
+
+
+def window_stream(examples, to_windows, batch_size, num_examples=None, num_windows=None,
+                  seed=0, drop_remainder=False, finish=None, ragged=False,
+                  shuffle_buffer=4096):
+    """Batches of the windows of long texts, each window one example: the
+    stream of every windowed task and strings-in model.
+
+    Args:
+        examples: a dataset of single examples (a text with its targets).
+        to_windows: `to_windows(*batch_of_examples)` -> a batch of windows,
+            each with its text's targets (`pack_windows` and a gather).
+        batch_size: windows per batch.
+        num_examples: the examples in `examples`. Without it, one pass in
+            order (evaluation, prediction); with it, the training stream:
+            each epoch every window once (`epoch_batches` shuffles the texts,
+            then a buffer mixes a text's windows with others'), endless.
+        num_windows: the windows of one epoch, when known (the buffer is no
+            bigger than an epoch).
+        seed: the shuffles' seed (the same stream again for an exact resume).
+        drop_remainder: whole batches only (multi-replica training).
+        finish: mapped on each batch of windows (e.g. trimmed to a bucket).
+        ragged: the examples hold ragged tensors (words), batched as such.
+        shuffle_buffer: windows mixed at most.
+
+    Example:
+    >>> texts = tf.data.Dataset.from_tensor_slices(tf.constant([2, 3, 1]))
+    >>> windows = lambda n: tf.ragged.range(n).flat_values  # n windows per "text"
+    >>> [b.numpy().tolist() for b in window_stream(texts, windows, 4)]
+    [[0, 1, 0, 1], [2, 0]]
+    """
+    group = (lambda d: d.ragged_batch(WINDOWING_BATCH)) if ragged else (
+        lambda d: d.batch(WINDOWING_BATCH))
+
+    def batches(ds, drop):
+        ds = group(ds).map(to_windows, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+        if num_examples is not None:
+            ds = ds.shuffle(min(shuffle_buffer, num_windows or shuffle_buffer), seed=seed)
+        ds = ds.batch(batch_size, drop_remainder=drop)
+        return ds if finish is None else ds.map(finish)
+
+    if num_examples is None:
+        return batches(examples, False).prefetch(tf.data.AUTOTUNE)
+    return epoch_batches(examples, num_examples, batch_size, seed,
+                         batch=lambda shuffled: batches(shuffled, drop_remainder)).prefetch(
+                             tf.data.AUTOTUNE)
+
+
 def training_batches(ds, num_examples, batch_size, seed, num_tokens, drop_remainder=False,
                      bucketing=True):
     """The fine-tuning stream of text examples (the tasks' and

@@ -54,7 +54,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert import checkpoint
-from tfbert.data.batching import epoch_batches
+from tfbert.data.batching import window_stream
 from tfbert.models.answer_spans import (ANSWER_NOT_AT_START, SPAN_LOSS_WEIGHTS,
                                         answer_byte_range, answer_strings, question_windows,
                                         span_loss, span_metrics, window_targets)
@@ -303,19 +303,13 @@ class QuestionAnswerer(StringsModel, BertSpanLabeler):
                 parts += (weights,)
         examples = tf.data.Dataset.from_tensor_slices(parts)
         if not shuffle:
-            ds = to_windows(examples.batch(32)).batch(batch_size)
+            ds = window_stream(examples, windows_of, batch_size)
             # A known length: Keras warns "ran out of data" after a dataset of unknown length.
-            steps = -(-self.num_texts(x) // batch_size)
-            return ds.apply(tf.data.experimental.assert_cardinality(steps)).prefetch(
-                tf.data.AUTOTUNE)
-
-        def one_epoch(shuffled_questions):  # every window once
-            # Windows of one question are neighbours: mix them.
-            ds = to_windows(shuffled_questions.batch(32)).shuffle(2048, seed=seed)
-            return ds.batch(batch_size, drop_remainder=drop_remainder)
-
-        return epoch_batches(examples, n, batch_size, seed,
-                             batch=one_epoch).prefetch(tf.data.AUTOTUNE)
+            return ds.apply(tf.data.experimental.assert_cardinality(
+                -(-self.num_texts(x) // batch_size)))
+        # Windows of one question are neighbours: mix them.
+        return window_stream(examples, windows_of, batch_size, n, seed=seed,
+                             drop_remainder=drop_remainder, shuffle_buffer=2048)
 
     def dataset_checks(self):
         return DATASET_CHECKS

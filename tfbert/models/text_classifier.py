@@ -51,7 +51,7 @@ import tensorflow as tf
 
 from tfbert import checkpoint
 from tfbert.config_loader import check_int
-from tfbert.data.batching import epoch_batches, training_batches
+from tfbert.data.batching import training_batches, window_stream
 from tfbert.models.classifier import BertClassifier
 from tfbert.models.strings_model import StringsModel
 from tfbert.models.text_data import (check_weights, dataset_columns, holds_ids, text_columns,
@@ -319,41 +319,31 @@ class TextClassifier(StringsModel, BertClassifier):
                                          for c in columns])[0]["num_windows"].numpy()
                                for i in range(0, len(columns[0]), 256)])
 
-    def _to_windows(self, batches, has_targets):
-        """Batches of texts `(texts[, targets[, weights]])` -> one element per
-        window, `(ids[, targets[, weights]])` with its text's targets and weight."""
+    def _windows_of(self, has_targets):
+        """A function: a batch of texts `(texts[, targets[, weights]])` -> its
+        windows `(ids[, targets[, weights]])`, each with its text's targets and weight."""
         def windows_of(texts, *rest):
             texts = _tuple(texts)
             spans, inputs = self.traced_windows(len(texts))(*texts)
             return (inputs, *[tf.gather(r, spans["row"]) for r in rest]) if rest else inputs
 
         if has_targets:
-            to_windows = lambda texts, *rest: windows_of(texts, *rest)
-        else:  # the elements are the tuple of text columns: map unpacks it
-            to_windows = lambda *texts: windows_of(texts)
-        return batches.map(to_windows, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+            return windows_of
+        return lambda *texts: windows_of(texts)  # the elements are the tuple of text columns
 
     def window_batches(self, examples, columns, batch_size, shuffle, seed, drop_remainder):
         """Batches of windows of text `examples` (`text_dataset`'s), each window
         with its text's targets. `shuffle`: the windowed classification task's
         training stream (each epoch every window once, a text's windows mixed
         with others'), endless."""
-        has_targets = isinstance(examples.element_spec[0], tuple)
+        windows_of = self._windows_of(isinstance(examples.element_spec[0], tuple))
         total = int(self.windows_per_text(columns).sum())
-        windows = lambda d: self._to_windows(d.batch(32), has_targets)
-        if not shuffle:
-            ds = windows(examples).batch(batch_size).map(_trim)
-            # A known length: Keras warns "ran out of data" after a dataset of unknown length.
-            steps = -(-total // batch_size)
-            return ds.apply(tf.data.experimental.assert_cardinality(steps)).prefetch(
-                tf.data.AUTOTUNE)
-
-        def one_epoch(shuffled):
-            ds = windows(shuffled).shuffle(min(4096, total), seed=seed)
-            return ds.batch(batch_size, drop_remainder=drop_remainder).map(_trim)
-
-        return epoch_batches(examples, len(columns[0]), batch_size, seed,
-                             batch=one_epoch).prefetch(tf.data.AUTOTUNE)
+        if shuffle:
+            return window_stream(examples, windows_of, batch_size, len(columns[0]), total,
+                                 seed, drop_remainder, _trim)
+        # A known length: Keras warns "ran out of data" after a dataset of unknown length.
+        return window_stream(examples, windows_of, batch_size, finish=_trim).apply(
+            tf.data.experimental.assert_cardinality(-(-total // batch_size)))
 
     def targets(self, y, n):
         """`y` as the loss expects it, checked: class ids `[n]`, scores `[n, 1]`
@@ -418,7 +408,8 @@ class TextClassifier(StringsModel, BertClassifier):
                                  "(texts, targets) elements.")
             ds = x if batched else x.batch(batch_size)
             if self.windowed:
-                ds = self._to_windows(ds, has_targets).batch(batch_size).map(_trim)
+                ds = ds.map(self._windows_of(has_targets), num_parallel_calls=tf.data.AUTOTUNE)
+                ds = ds.unbatch().batch(batch_size).map(_trim)
             elif has_targets:
                 ds = ds.map(lambda t, *rest: (self.preprocess(t), *rest),
                             num_parallel_calls=tf.data.AUTOTUNE)

@@ -31,7 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert.data import readers, validation_split
-from tfbert.data.batching import epoch_batches
+from tfbert.data.batching import window_stream
 from tfbert.config_loader import at_least, in_range, one_of, validate
 from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
@@ -200,20 +200,11 @@ class ClassificationTask(TextTask):
             spans, inputs = self.windows(texts)
             return inputs, tf.gather(targets, spans["row"])
 
-        windows = lambda d: d.batch(32).map(to_windows, num_parallel_calls=tf.data.AUTOTUNE
-                                            ).unbatch()
-        trim = lambda x, y: (trim_to_bucket(x) if self.config.bucketing else x, y)
+        trim = (lambda x, y: (trim_to_bucket(x), y)) if self.config.bucketing else None
         if not training:
-            return windows(ds).batch(batch_size).map(trim).prefetch(tf.data.AUTOTUNE)
-        n = self.num_examples(path)
-
-        def one_epoch(shuffled):  # every window once; a text's windows mixed with others'
-            shuffled = windows(shuffled).shuffle(min(4096, n), seed=seed)
-            return shuffled.batch(batch_size, drop_remainder=self.drop_remainder).map(trim)
-
-        count = len(self.read(path)[0])
-        return epoch_batches(ds, count, batch_size, seed, batch=one_epoch).prefetch(
-            tf.data.AUTOTUNE)
+            return window_stream(ds, to_windows, batch_size, finish=trim)
+        return window_stream(ds, to_windows, batch_size, len(self.read(path)[0]),
+                             self.num_examples(path), seed, self.drop_remainder, trim)
 
     def text_logits(self, model, texts, call=None):
         """Graph ops: a dict of string tensors `[batch]` -> logits `[batch, outputs]`,

@@ -44,7 +44,7 @@ from typing import Optional
 
 import tensorflow as tf
 
-from tfbert.data.batching import epoch_batches
+from tfbert.data.batching import window_stream
 from tfbert.data import validation_split
 from tfbert.data.squad import read_squad
 from tfbert.config_loader import at_least, in_range, validate
@@ -182,19 +182,12 @@ class QuestionAnsweringTask(Task):
         """`(inputs, {"start_logits": pos, "end_logits": pos})` batches of windows."""
         slices = self._slices(path)
         questions = tf.data.Dataset.from_tensor_slices(slices)
-        windows = lambda d: d.batch(32).map(self._training_windows,
-                                            num_parallel_calls=tf.data.AUTOTUNE).unbatch()
         if not training:
-            return windows(questions).batch(batch_size).prefetch(tf.data.AUTOTUNE)
-        n = self.num_examples(path)
-
-        def one_epoch(shuffled_questions):  # every window once
-            # Windows of one question are neighbours: mix them (no bigger than an epoch).
-            ds = windows(shuffled_questions).shuffle(min(2048, n), seed=seed)
-            return ds.batch(batch_size, drop_remainder=self.drop_remainder)
-
-        return epoch_batches(questions, len(self.read(path)), batch_size, seed,
-                             batch=one_epoch).prefetch(tf.data.AUTOTUNE)
+            return window_stream(questions, self._training_windows, batch_size)
+        # Windows of one question are neighbours: mix them (no bigger than an epoch).
+        return window_stream(questions, self._training_windows, batch_size,
+                             len(self.read(path)), self.num_examples(path), seed,
+                             self.drop_remainder, shuffle_buffer=2048)
 
     def num_examples(self, path):
         """Training windows in `path` (one window is one training example)."""

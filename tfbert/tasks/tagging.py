@@ -27,7 +27,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert.data import readers, validation_split
-from tfbert.data.batching import epoch_batches
+from tfbert.data.batching import epoch_batches, window_stream
 from tfbert.config_loader import at_least, in_range, one_of, validate
 from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
@@ -169,18 +169,11 @@ class TaggingTask(Task):
         def to_windows(words, word_labels):
             return self.pack_windows(self.word_pieces(words), word_labels)[1:]
 
-        windows = lambda d: d.ragged_batch(32).map(
-            to_windows, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
         if not training:
-            return windows(ds).batch(batch_size).map(self._weighted).prefetch(tf.data.AUTOTUNE)
-        n = self.num_examples(path)
-
-        def one_epoch(shuffled):  # every window once; a text's windows mixed with others'
-            return windows(shuffled).shuffle(min(4096, n), seed=seed).batch(
-                batch_size, drop_remainder=self.drop_remainder).map(self._weighted)
-
-        return epoch_batches(ds, len(self.read(path)), batch_size, seed,
-                             batch=one_epoch).prefetch(tf.data.AUTOTUNE)
+            return window_stream(ds, to_windows, batch_size, finish=self._weighted, ragged=True)
+        return window_stream(ds, to_windows, batch_size, len(self.read(path)),
+                             self.num_examples(path), seed, self.drop_remainder,
+                             self._weighted, ragged=True)
 
     def num_examples(self, path):
         """Training examples in `path`: sentences, or with windows, their windows."""

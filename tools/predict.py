@@ -68,7 +68,7 @@ def main(argv):
 
     try:
         response = predict(load(FLAGS.saved_model_dir), body)
-    except (RequestError, OSError, ValueError) as e:
+    except (RequestError, OSError, ValueError, ImportError) as e:
         sys.exit(f"predict: error: {e}")
     print(json.dumps(response, indent=1))
 

@@ -31,7 +31,8 @@ import re
 import numpy as np
 
 from tfbert.atomic import atomic_dir, write_json
-from tfbert.export.openvino_model import FORMAT, METADATA_FILE, file_digest, infer
+from tfbert.export.openvino_model import (FORMAT, METADATA_FILE, file_digest, infer,
+                                          require_openvino)
 from tfbert.export.task_model import IDS_SIGNATURE, load_task_model
 from tfbert.export.text_settings import read_text_settings
 
@@ -59,8 +60,10 @@ def export_openvino(saved_model_dir, output_dir, precision="fp32", calibration_t
             (for pair models, `(text, text_b)` tuples); the first
             `calibration_size` are used.
 
-    Errors are one line (ValueError, FileNotFoundError).
+    Errors are one line (ValueError, FileNotFoundError; ImportError without
+    the openvino extra).
     """
+    require_openvino()
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {list(PRECISIONS)}, got {precision!r}.")
     saved_model_dir = os.fspath(saved_model_dir)

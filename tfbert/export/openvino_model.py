@@ -23,6 +23,18 @@ FORMAT = "tfbert-openvino-1"
 # Compile-time inference precision per export precision (int8: the layers NNCF
 # left in float run in f32).
 PRECISION_HINTS = {"fp32": "f32", "bf16": "bf16", "int8": "f32"}
+INSTALL_HINT = 'pip install -e ".[openvino]"'
+
+
+def require_openvino():
+    """Imports OpenVINO and openvino-tokenizers (the `openvino` extra); without
+    them, an ImportError of one line saying how to install them."""
+    try:
+        import openvino  # noqa: F401
+        import openvino_tokenizers  # noqa: F401  (registers the tokenizer ops)
+    except ImportError as e:
+        raise ImportError(f"OpenVINO export and serving need the openvino extra "
+                          f"({INSTALL_HINT}): {e}") from None
 
 
 class OpenVINOModel:
@@ -39,6 +51,7 @@ class OpenVINOModel:
     """
 
     def __init__(self, path, precision=None, device="CPU"):
+        require_openvino()
         self.path = os.fspath(path)
         self.metadata = read_metadata(self.path)
         self.precision = precision or self.metadata["precision"]
@@ -48,7 +61,6 @@ class OpenVINOModel:
         self.input_names = list(self.metadata["inputs"])
         self.output_names = list(self.metadata["outputs"])
         import openvino as ov
-        import openvino_tokenizers  # noqa: F401  (registers the tokenizer ops)
 
         core = ov.Core()
         try:

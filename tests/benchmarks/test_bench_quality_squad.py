@@ -1,12 +1,14 @@
 """SQuAD v2 end to end from converted all-MiniLM-L6-v2, with the defaults
-only, on two seeds (slow).
+only, on one seed (slow).
 
 - `finetune` with only the data, the checkpoint and a step floor of 300
   given (the recipe picks learning rate, batch size and epochs; the training
   file is too small to hold out a slice worth choosing on, so the last epoch
   is kept; question answering's default floor is 600, measured over 5 seeds
   by `benchmarks/bench_quality.py`)
-  trains models that answer on every seed, well above always-unanswerable.
+  trains a model that answers, well above always-unanswerable. The claim
+  for every seed is `benchmarks/bench_quality.py`'s, over 5 seeds in
+  docs/quality.md; CI's guard runs one (a second seed was a third of its time).
   The BERT paper's SQuAD recipe (batch 32, 2 epochs) gets about 10 optimizer
   steps here and answers "" to everything: the failure this test exists to
   catch. (The comparison with the transformers reference on the same recipe,
@@ -35,7 +37,7 @@ from tfbert.tasks.runner import TrainConfig, finetune
 
 pytestmark = pytest.mark.slow
 
-SEEDS = (0, 1)
+SEEDS = (0,)
 # Half question answering's default floor (600): the collapse this test
 # exists to catch is likelier with fewer steps, and 600 steps took the test
 # from 640 s to about 1,300 s, over CI's budget (docs/quality.md).
@@ -62,7 +64,7 @@ def small_task(data_dir):
         seq_length=64, doc_stride=32, max_query_length=32, max_answer_length=12))
 
 
-def test_squad_defaults_answer_on_every_seed_and_serve(tmp_path, minilm_dir, run_python):
+def test_squad_defaults_answer_and_serve(tmp_path, minilm_dir, run_python):
     from tfbert.convert import from_huggingface
 
     data = tmp_path / "data"

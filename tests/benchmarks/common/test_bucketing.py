@@ -12,7 +12,7 @@ from benchmarks.common import bucketing
 @pytest.mark.slow
 def test_rows_with_pytorch_on_the_same_tokens(tmp_path):
     pytest.importorskip("torch")
-    lines = bucketing.run(count=64, repeats=1, finetune=False)  # two batches: XLA compiles per width
+    lines = bucketing.run(count=96, repeats=1, finetune=False)
     assert "tfbert sorted + bucketed / PyTorch" in lines[-1]
     lines = bucketing.finetune_epoch(
         work=str(tmp_path), finetune=dict(batch_size=8, learning_rate=1e-4, epochs=2, seed=1),

@@ -61,6 +61,32 @@ def test_core_ops_come_from_a_process_without_tensorflow_text():
     assert {"StringLength", "RaggedTensorToTensor", "StatefulPartitionedCall"} <= core_op_names()
 
 
+def test_core_op_list_is_kept_per_tensorflow_build(tmp_path, monkeypatch):
+    import json
+    import sys
+
+    from tfbert.export import op_check
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    op_check.core_op_names.cache_clear()
+    try:
+        names = core_op_names()  # listed by a fresh Python, then kept
+        (path,) = (tmp_path / "tfbert").glob("core_ops-tf*.json")
+        assert set(json.loads(path.read_text())) == names
+        # A later process reads it: no Python is started (this one could not be).
+        op_check.core_op_names.cache_clear()
+        monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
+        assert core_op_names() == names
+        # A list that holds the tokenizer ops, or is not a list, is not trusted.
+        for bad in (json.dumps(sorted(names | {"FastWordpieceTokenizeWithOffsets"})), "{"):
+            path.write_text(bad)
+            op_check.core_op_names.cache_clear()
+            with pytest.raises(FileNotFoundError):
+                core_op_names()
+    finally:
+        op_check.core_op_names.cache_clear()
+
+
 def test_not_a_saved_model(tmp_path):
     with pytest.raises(FileNotFoundError, match="saved_model.pb"):
         list_saved_model_ops(str(tmp_path))

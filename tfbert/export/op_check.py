@@ -54,14 +54,42 @@ print(json.dumps(sorted(op.name for op in op_list.op)))
 """
 
 
+def _cache_path():
+    """Where the core op list of this TensorFlow build is kept between processes."""
+    import tensorflow as tf
+
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(root, "tfbert",
+                        f"core_ops-tf{tf.version.VERSION}-{tf.version.GIT_VERSION}.json")
+
+
+def _read_cached(path):
+    """The cached list, or None when it is missing or not a plausible core op list."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            names = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if (not isinstance(names, list) or len(names) < 1000
+            or not all(isinstance(n, str) for n in names) or ALLOWED_CUSTOM_OPS & set(names)):
+        return None
+    return frozenset(names)
+
+
 @functools.lru_cache(maxsize=1)
 def core_op_names():
     """Every op registered by core TensorFlow (no tensorflow_text).
 
-    Read once per process from a fresh Python that has not imported
-    tensorflow_text, whose import registers its ops in this process and
-    would hide them.
+    Read from a fresh Python that has not imported tensorflow_text, whose
+    import registers its ops in this process and would hide them. That
+    costs seconds (a TensorFlow import), paid by every export, so the list
+    is kept per TensorFlow build in ~/.cache/tfbert (`XDG_CACHE_HOME`) for
+    later processes; an unwritable cache only means no reuse.
     """
+    path = _cache_path()
+    cached = _read_cached(path)
+    if cached is not None:
+        return cached
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     result = subprocess.run(
         [sys.executable, "-c", _CORE_OPS_SCRIPT],
@@ -72,7 +100,15 @@ def core_op_names():
     )
     if result.returncode != 0:
         raise RuntimeError(f"Listing the core TensorFlow ops failed:\n{result.stderr[-2000:]}")
-    return frozenset(json.loads(result.stdout.strip().splitlines()[-1]))
+    names = json.loads(result.stdout.strip().splitlines()[-1])
+    try:
+        from tfbert.atomic import write_json
+
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        write_json(path, names)
+    except OSError:
+        pass
+    return frozenset(names)
 
 
 def non_core_ops(ops):

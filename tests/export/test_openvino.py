@@ -215,10 +215,12 @@ def test_export_writes_a_versioned_ir_atomically(tiny):
 
 
 def test_the_encoder_converts_into_openvinos_fused_ops(tiny):
-    """The encoder's LayerNorm and GELU are written in the forms OpenVINO fuses
-    (tfbert.layers.layer_norm, tfbert.layers.activations): each layer norm is
-    one MVN and each GELU one Gelu, not a dozen elementwise ops
-    (docs/cpu_speed.md, tfbert's export on OpenVINO)."""
+    """The encoder is written in the forms OpenVINO fuses: each layer norm is
+    one MVN and each GELU one Gelu (tfbert.layers.layer_norm,
+    tfbert.layers.activations), not a dozen elementwise ops, and each
+    attention one ScaledDotProductAttention (the mask an added bias, no
+    `where`: tfbert.layers.transformer_block) (docs/cpu_speed.md, tfbert's
+    export on OpenVINO)."""
     import collections
 
     import openvino as ov
@@ -229,6 +231,7 @@ def test_the_encoder_converts_into_openvinos_fused_ops(tiny):
     converted = collections.Counter(op.get_type_name() for op in model.get_ops())
     assert converted["MVN"] == 2 * layers + 1, converted  # embeddings + two per layer
     assert converted["Gelu"] == layers and not converted["Erf"], converted
+    assert converted["ScaledDotProductAttention"] == layers, converted
     compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
     runtime = collections.Counter(op.get_rt_info()["layerType"].astype(str)
                                   for op in compiled.get_runtime_model().get_ops())

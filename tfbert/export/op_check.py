@@ -11,6 +11,8 @@ import os
 import subprocess
 import sys
 
+from tfbert.atomic import write_json
+
 ALLOWED_CUSTOM_OPS = frozenset(["FastBertNormalize", "FastWordpieceTokenizeWithOffsets"])
 BANNED_OPS = frozenset(["EagerPyFunc", "PyFunc", "PyFuncStateless"])
 
@@ -102,10 +104,7 @@ def core_op_names():
         raise RuntimeError(f"Listing the core TensorFlow ops failed:\n{result.stderr[-2000:]}")
     names = json.loads(result.stdout.strip().splitlines()[-1])
     try:
-        from tfbert.atomic import write_json
-
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        write_json(path, names)
+        write_json(path, names)  # atomic_file makes the directory
     except OSError:
         pass
     return frozenset(names)

@@ -299,6 +299,7 @@ def run(cfg, overwrite=False):
     holds another run."""
     import keras
     import numpy as np
+    import tensorflow as tf
 
     from tfbert import checkpoint
     from tfbert.data.pretraining.writer import pretraining_dataset
@@ -374,6 +375,11 @@ def run(cfg, overwrite=False):
             eval_files, micro_batch, masker=masker, seed=train.seed + 1, shuffle_buffer=0,
             repeat=False, next_sentence_task=task, drop_remainder=False,
         )
+        # Its length made known (one pass, once): fit's per-epoch evaluation of a dataset
+        # of unknown length waited about 24 s per 500-update epoch in Keras'
+        # EpochIterator.reset (docs/pretraining.md, "Pretrain for an hour").
+        eval_batches = int(eval_dataset.map(lambda x, y: 0).reduce(0, lambda count, _: count + 1))
+        eval_dataset = eval_dataset.apply(tf.data.experimental.assert_cardinality(eval_batches))
         print(f"pretrain: evaluating {eval_files} after every epoch.", flush=True)
 
     jit_compile = train.jit_compile and xla_supported(strategy)

@@ -7,7 +7,7 @@ import numpy as np
 import pydoc_data.topics
 import tensorflow as tf
 
-from tfbert.data.batching import length_grouped_batches
+from tfbert.data.batching import count_batches, length_grouped_batches, with_known_length
 
 
 def doc_sentences(count):
@@ -60,3 +60,14 @@ def test_same_seed_same_stream_pairs_keep_their_labels():
     assert runs[0] == runs[1] and runs[0] != runs[2]
     for texts, ys in runs[0]:  # each label still belongs to its text
         assert [sentences[y].encode() for y in ys] == texts
+
+
+def test_a_filtered_dataset_gets_its_length_counted_and_declared():
+    words = tf.data.Dataset.from_tensor_slices(doc_sentences(70)).filter(
+        lambda text: tf.strings.length(text) > 40).batch(8)
+    assert int(words.cardinality()) == tf.data.UNKNOWN_CARDINALITY
+    count = count_batches(words)
+    assert count == sum(1 for _ in words) > 1
+    known = with_known_length(words)
+    assert int(known.cardinality()) == count
+    assert [b.numpy().tolist() for b in known] == [b.numpy().tolist() for b in words]

@@ -17,7 +17,8 @@ from tfbert.encoder import INPUT_NAMES, BertEncoder
 from tfbert.layers.pooling import check_pooling, pool_tokens
 from tfbert.losses import MultipleNegativesRankingLoss
 from tfbert.losses.base import SentenceLoss
-from tfbert.models.strings_model import count_batches, recipe_batch_size, recipe_optimizer
+from tfbert.data.batching import count_batches
+from tfbert.models.strings_model import recipe_batch_size, recipe_optimizer
 from tfbert.models.text_data import holds_ids, text_column
 from tfbert.text.packer import trim_to_longest
 from tfbert.text.preprocessor import BertPreprocessor

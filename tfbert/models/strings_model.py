@@ -26,6 +26,7 @@ import tensorflow as tf
 
 from tfbert import checkpoint
 from tfbert.config import BertConfig
+from tfbert.data.batching import count_batches
 from tfbert.data.batching import steps_per_epoch as steps_per_epoch_of
 from tfbert.encoder import BertEncoder
 from tfbert.models.text_data import dataset_check_errors, holds_ids
@@ -230,14 +231,6 @@ def recipe_optimizer(model, updates):
 def recipe_batch_size(num_examples):
     """The recipe's batch size: 16 below `recipe.LARGE_DATA` examples, else 32."""
     return 16 if num_examples < recipe.LARGE_DATA else 32
-
-
-def count_batches(dataset):
-    """Batches in a finite dataset."""
-    count = int(dataset.cardinality())
-    if count < 0:  # unknown (filtered or generated): count it once
-        count = int(dataset.reduce(0, lambda c, _: c + 1))
-    return count
 
 
 def _validation_parts(validation_data):

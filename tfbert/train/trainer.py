@@ -17,9 +17,7 @@ This module names no task: it calls the task's methods (`num_examples`,
 `validation_loss`, `main_metric`), so the layers stay one-way.
 """
 
-import tensorflow as tf
-
-from tfbert.data.batching import steps_per_epoch
+from tfbert.data.batching import steps_per_epoch, with_known_length
 from tfbert.train.evaluation import VALIDATION, fit_keeping_best
 from tfbert.train.multi_worker import with_auto_shard
 from tfbert.train.optimizer import optimizer_for
@@ -57,12 +55,8 @@ def fit_task(task, encoder, train, model_dir, strategy, dev, validation=None):
     evaluate = lambda: task.evaluate(model, dev)
     if validation:
         validation_data = task.eval_data(validation, train.eval_batch_size)
-        validation_batches = task.dataset(validation, train.eval_batch_size)
-        # A known length: Keras warns "ran out of data" after each
-        # evaluate over a dataset of unknown cardinality.
-        count = int(validation_batches.reduce(0, lambda n, _: n + 1))
-        validation_batches = validation_batches.apply(
-            tf.data.experimental.assert_cardinality(count))
+        validation_batches = with_known_length(
+            task.dataset(validation, train.eval_batch_size))
 
         def evaluate():
             scores = {VALIDATION + k: v for k, v in

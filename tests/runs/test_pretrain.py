@@ -12,8 +12,8 @@ import pytest
 
 from tfbert import config_loader
 from tfbert.runs.pretrain import (OLD_KEYS, TRAIN_FIELDS, PretrainConfig, PretrainSettings,
-                                  PretrainTrainConfig, _stored_in_layout, read_stored_config,
-                                  stored_config)
+                                  PretrainTrainConfig, _stored_in_layout, evaluation_dataset,
+                                  find_eval_files, read_stored_config, stored_config)
 from tfbert.train.run_config import claim_model_dir
 from tfbert.train.train_config import TrainConfig
 
@@ -210,3 +210,30 @@ def test_a_run_stored_flat_resumes(tmp_path):
         # export_step reads it back as a config.
         read, messages = caught_messages(lambda: read_stored_config(old))
         assert messages == [] and read == cfg
+
+
+def test_the_evaluation_split_is_found_and_its_length_declared(tmp_path):
+    """The run evaluates the shards' eval/ split with a declared length: with an
+    unknown one, Keras' fit waited ~24 s per epoch (docs/pretraining.md)."""
+    import tensorflow as tf
+
+    from tfbert.data.pretraining.writer import write_pretraining_data
+    from tfbert.text.masking import MaskedLMMasker
+    from tfbert.text.tokenizer import BertTokenizer
+
+    data = os.path.join(ROOT, "tests", "data", "pretraining")
+    docs = open(os.path.join(data, "corpus.txt"), encoding="utf-8").read().split("\n\n")[:60]
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n\n".join(docs) + "\n", encoding="utf-8")
+    vocab = os.path.join(data, "vocab.txt")
+    meta = write_pretraining_data(str(corpus), str(tmp_path / "shards"),
+                                  BertTokenizer(vocab_file=vocab, lower_case=True),
+                                  seq_length=64, eval_fraction=0.2, log=lambda *_: None)
+    cfg = PretrainConfig(pretrain={"train_files": str(tmp_path / "shards" / "*.tfrecord")})
+    eval_files = find_eval_files(cfg)
+    assert eval_files and "eval" in eval_files
+    masker = MaskedLMMasker.from_vocab(vocab, max_predictions=8)
+    dataset = evaluation_dataset(cfg, eval_files, 8, masker)
+    batches = -(-meta["eval_instances"] // 8)
+    assert int(dataset.cardinality()) == batches > 1
+    assert sum(1 for _ in dataset) == batches  # the declared length is the real one

@@ -301,7 +301,6 @@ def run(cfg, overwrite=False):
     import numpy as np
 
     from tfbert import checkpoint
-    from tfbert.data.batching import with_known_length
     from tfbert.data.pretraining.writer import pretraining_dataset
     from tfbert.text.masking import MaskedLMMasker
     from tfbert.text.vocab import load_vocab
@@ -370,11 +369,7 @@ def run(cfg, overwrite=False):
     if eval_files and cfg.distribution_strategy == "multi_worker_mirrored":
         print("pretrain: no per-epoch evaluation under multi_worker_mirrored.", flush=True)
     elif eval_files:
-        # The same masks every epoch (fixed seed, no shuffle): scores compare across epochs.
-        eval_dataset = with_known_length(pretraining_dataset(
-            eval_files, micro_batch, masker=masker, seed=train.seed + 1, shuffle_buffer=0,
-            repeat=False, next_sentence_task=task, drop_remainder=False,
-        ))
+        eval_dataset = evaluation_dataset(cfg, eval_files, micro_batch, masker)
         print(f"pretrain: evaluating {eval_files} after every epoch.", flush=True)
 
     jit_compile = train.jit_compile and xla_supported(strategy)
@@ -450,6 +445,21 @@ def run(cfg, overwrite=False):
     write_json(os.path.join(cfg.model_dir, "summary.json"), summary)
     print(f"Done at step {step}; tfbert checkpoint in {out_dir}")
     return summary
+
+
+def evaluation_dataset(cfg, eval_files, micro_batch, masker=None):
+    """The held-out records `fit` evaluates after every epoch: the same masks
+    every epoch (fixed seed, no shuffle), so scores compare across epochs."""
+    from tfbert.data.batching import with_known_length
+    from tfbert.data.pretraining.writer import pretraining_dataset
+
+    # Its length declared: with an unknown one Keras' fit waited ~24 s per epoch
+    # to drop the previous evaluation iterator (docs/pretraining.md, issue 54).
+    return with_known_length(pretraining_dataset(
+        eval_files, micro_batch, masker=masker, seed=cfg.train.seed + 1, shuffle_buffer=0,
+        repeat=False, next_sentence_task=cfg.pretrain.next_sentence_task,
+        drop_remainder=False,
+    ))
 
 
 def find_eval_files(cfg):

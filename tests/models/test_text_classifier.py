@@ -438,6 +438,12 @@ def test_each_window_carries_its_texts_label_and_weight():
     stream = model.text_batches(texts, labels, batch_size=8, shuffle=True, seed=3)
     epoch = [w for x, _ in stream.take(-(-int(per_text.sum()) // 8)) for w in ids(x)]
     assert sorted(epoch) == sorted(in_order) and epoch != in_order
+    # Counted once for fit's schedule and its batches: the same texts give
+    # the same counts without tokenizing again; other texts are counted anew.
+    again = model.windows_per_text([np.array(list(texts), object)])
+    assert again is model.windows_per_text([np.array(texts, object)])
+    changed = model.windows_per_text([np.array(texts[:4] + [texts[0]], object)])
+    assert changed is not again and changed[-1] == per_text[0] > per_text[-1]
 
 
 def test_predict_pools_the_windows_logits_in_every_mode(windowed):

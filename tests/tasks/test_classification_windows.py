@@ -55,6 +55,20 @@ def test_pairs_window_the_second_text(make_preprocessor, data_dir):
     for w in range(ids.shape[0]):  # every window: [CLS] question [SEP] passage part [SEP]
         np.testing.assert_array_equal(ids[w, 1:1 + len(q)], q)
         assert types[w, 1 + len(q)] == 0 and types[w, 2 + len(q)] == 1
+    # Prediction batches count a pair's windows with its first text in them:
+    # at most batch_size windows a call, every pair once, in order.
+    questions = [question, "Was the food bad ?", "Would you see it again ?"] * 4
+    passages = [" ".join(sentences(data_dir)[i:i + 3]) for i in range(12)]
+    texts = {"text": questions, "text_b": passages}
+    counts = task.windows_per_text(texts)
+    alone = task.windows({"text": tf.constant([""] * 12),
+                          "text_b": tf.constant(passages)})[0]["num_windows"].numpy()
+    assert (counts > alone).any() and counts.max() <= 10
+    batches = task.window_text_batches(texts, 10)
+    assert [p for b in batches for p in b["text_b"].numpy().astype(str)] == passages
+    assert len(batches) < 12  # several pairs a call
+    for batch in batches:
+        assert int(tf.reduce_sum(task.windows(batch)[0]["num_windows"])) <= 10
 
 
 def test_pooled_logits_equal_the_windows_logits(tiny_config, make_preprocessor, data_dir):

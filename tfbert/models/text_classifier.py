@@ -63,6 +63,10 @@ from tfbert.text.windows import WINDOW_MODES, pack_windows, pool_windows, window
 # How a long text's windows' logits become its row (`long_text="windows"`).
 WINDOW_POOLING = ("mean", "max", "first")
 
+# Per model, the last texts counted and their windows: `fit` counts them for
+# the schedule and again for its batches, and counting tokenizes every text.
+_WINDOW_COUNTS = weakref.WeakKeyDictionary()
+
 
 def classification_outputs(logits, label_list):
     """`logits`, `probabilities` (softmax), `label_id` and `label` (graph ops;
@@ -314,10 +318,16 @@ class TextClassifier(StringsModel, BertClassifier):
 
     def windows_per_text(self, columns):
         """NumPy int64 `[n]`: the windows of each text of checked text columns."""
+        last = _WINDOW_COUNTS.get(self)
+        if last is not None and len(last[0]) == len(columns) and all(
+                np.array_equal(a, b) for a, b in zip(last[0], columns)):
+            return last[1]
         windows = self.traced_windows(len(columns))
-        return np.concatenate([windows(*[tf.constant(list(c[i:i + 256]), tf.string)
-                                         for c in columns])[0]["num_windows"].numpy()
-                               for i in range(0, len(columns[0]), 256)])
+        counts = np.concatenate([windows(*[tf.constant(list(c[i:i + 256]), tf.string)
+                                           for c in columns])[0]["num_windows"].numpy()
+                                 for i in range(0, len(columns[0]), 256)])
+        _WINDOW_COUNTS[self] = (tuple(np.array(c, copy=True) for c in columns), counts)
+        return counts
 
     def _windows_of(self, has_targets):
         """A function: a batch of texts `(texts[, targets[, weights]])` -> its

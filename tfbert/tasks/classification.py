@@ -42,7 +42,7 @@ from tfbert.models.text_classifier import (WINDOW_POOLING, TextClassifier,
 from tfbert.tasks.text_task import TextTask
 from tfbert.tasks.multi_label import MultiLabelClassification
 from tfbert.text.packer import trim_to_bucket
-from tfbert.text.windows import WINDOW_MODES, count_windows, window_batches
+from tfbert.text.windows import WINDOW_MODES, window_batches
 
 Column = Optional[Union[str, int]]
 
@@ -218,12 +218,16 @@ class ClassificationTask(TextTask):
     def window_text_batches(self, texts, batch_size):
         """Batches (dicts of string tensors) of the texts in order, each with at
         most `batch_size` windows (a text with more is a batch of its own)."""
-        c = self.config
-        document = list(texts[self.text_inputs[-1]])
-        _, windows = count_windows(self.preprocessor, document, c.seq_length, c.doc_stride,
-                                   c.doc_overlap, c.max_windows)
         return [{n: tf.constant(list(texts[n][start:end]), tf.string) for n in self.text_inputs}
-                for start, end in window_batches(windows, batch_size)]
+                for start, end in window_batches(self.windows_per_text(texts), batch_size)]
+
+    def windows_per_text(self, texts):
+        """NumPy int `[n]`: each text's windows (`windows`: a pair's first text
+        goes before every window, so its second text has more of them)."""
+        ds = tf.data.Dataset.from_tensor_slices(
+            {n: tf.constant(list(texts[n]), tf.string) for n in self.text_inputs})
+        counts = [self.windows(t)[0]["num_windows"].numpy() for t in ds.batch(256)]
+        return np.concatenate(counts) if counts else np.zeros(0, np.int64)
 
     def _logits(self, model, texts_dataset):
         """NumPy logits of a dataset of string-dict batches (windows pooled per text)."""
@@ -242,9 +246,7 @@ class ClassificationTask(TextTask):
         if not self.windowed:
             return len(examples)
         if path not in self._num_windows:
-            ds = tf.data.Dataset.from_tensor_slices(self._texts(examples)).batch(256)
-            self._num_windows[path] = int(sum(
-                int(tf.reduce_sum(self.windows(t)[0]["num_windows"])) for t in ds))
+            self._num_windows[path] = int(self.windows_per_text(self._texts(examples)).sum())
         return self._num_windows[path]
 
     def split_validation(self, path, out_dir, fraction, seed):

@@ -215,8 +215,6 @@ def test_a_run_stored_flat_resumes(tmp_path):
 def test_the_evaluation_split_is_found_and_its_length_declared(tmp_path):
     """The run evaluates the shards' eval/ split with a declared length: with an
     unknown one, Keras' fit waited ~24 s per epoch (docs/pretraining.md)."""
-    import tensorflow as tf
-
     from tfbert.data.pretraining.writer import write_pretraining_data
     from tfbert.text.masking import MaskedLMMasker
     from tfbert.text.tokenizer import BertTokenizer

@@ -454,7 +454,7 @@ def evaluation_dataset(cfg, eval_files, micro_batch, masker=None):
     from tfbert.data.pretraining.writer import pretraining_dataset
 
     # Its length declared: with an unknown one Keras' fit waited ~24 s per epoch
-    # to drop the previous evaluation iterator (docs/pretraining.md, issue 54).
+    # to drop the previous evaluation iterator (docs/pretraining.md).
     return with_known_length(pretraining_dataset(
         eval_files, micro_batch, masker=masker, seed=cfg.train.seed + 1, shuffle_buffer=0,
         repeat=False, next_sentence_task=cfg.pretrain.next_sentence_task,

@@ -11,6 +11,49 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import pytest
 
+# .ci/run's schedule for two pytest-xdist workers (`--dist loadgroup
+# --no-loadscope-reorder`): a test file is one unit, so its module fixtures are
+# made once, and the units that take longest go first (longest-first keeps the
+# two workers' ends close: what is left at the end is small). The files are
+# the slowest in the last measured run (`--durations` in CI's log), slowest
+# first; each test of a file in SPREAD is a unit of its own (its shared setup is
+# made once across workers by tests/conftest.py's `made_once`).
+SLOWEST_FIRST = (
+    "tests/test_docs.py::test_page_examples[docs/keras_workflow.md]",
+    # Second, so that the other worker is busy while the first builds the docs'
+    # shared setup (tests/test_docs.py's docs_setup) instead of waiting for it.
+    "tests/benchmarks/test_bench_quality_squad.py",
+    "tests/test_docs.py::test_page_examples[docs/finetuning.md]",
+    "tests/test_docs.py::test_page_examples[docs/pretraining.md]",
+    "tests/test_docs.py::test_page_examples[docs/export.md]",
+    "tests/test_docs.py",
+    "tests/tasks/test_distillation.py",
+    "tests/tasks/test_sentence_embedding_e2e.py",
+    "tests/benchmarks/common/test_bucketing.py",
+    "tests/export/test_openvino.py",
+    "tests/tasks/test_end_to_end.py",
+    "tests/benchmarks/test_bench_latency.py",
+    "tests/data/test_pretraining_beam.py",
+    "tests/retrieval/test_corpus_encoding.py",
+    "tests/benchmarks/test_bench_peers.py",
+)
+SPREAD = ("tests/test_docs.py", "tests/data/test_pretraining_beam.py",
+          "tests/retrieval/test_corpus_encoding.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    def unit(item):
+        path = item.nodeid.split("::")[0]
+        return item.nodeid if path in SPREAD else path
+
+    def rank(item):
+        return next((i for i, prefix in enumerate(SLOWEST_FIRST)
+                     if item.nodeid.startswith(prefix)), len(SLOWEST_FIRST))
+
+    items[:] = sorted(items, key=rank)  # stable: collection order within a rank
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(unit(item)))
+
 
 @pytest.fixture(autouse=True)
 def _doctest_names(doctest_namespace):

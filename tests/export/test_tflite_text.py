@@ -237,18 +237,17 @@ def test_padding_bad_value(exported, tmp_path):
 
 
 @pytest.mark.slow
-def test_quantized_classifier_accuracy_drop(tmp_path, minilm_dir):
+def test_quantized_classifier_accuracy_drop(tmp_path, minilm_checkpoint):
     """A fine-tuned MiniLM sentiment classifier as strings-in TFLite: float
     and dynamic-range quantized, dev accuracy and size against Keras."""
     import csv
     import os
 
-    from tfbert.convert import from_huggingface
     from tfbert.tasks.classification import ClassificationConfig, ClassificationTask
     from tfbert.tasks.runner import TrainConfig, finetune
 
     data = HERE.parent / "data" / "finetune"
-    ckpt = from_huggingface(str(minilm_dir), str(tmp_path / "minilm"))
+    ckpt = minilm_checkpoint
     task = ClassificationTask(ClassificationConfig(
         train_file=str(data / "sentiment_train.tsv"), dev_file=str(data / "sentiment_dev.tsv"),
         seq_length=24))

@@ -35,10 +35,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 @pytest.fixture(scope="module")
-def minilm_ckpt(minilm_dir, tmp_path_factory):
-    from tfbert.convert import from_huggingface
-
-    return from_huggingface(minilm_dir, str(tmp_path_factory.mktemp("distill") / "minilm"))
+def minilm_ckpt(minilm_checkpoint):
+    return minilm_checkpoint  # converted once per run (tests/conftest.py)
 
 
 def sentiment_task(data_dir):

@@ -38,10 +38,8 @@ def serve_fresh(run_python, path, inputs):
     return json.loads(run_python(source).strip().splitlines()[-1])
 
 
-def test_minilm_transfer_beats_random_init(tmp_path, minilm_dir, data_dir, run_python):
-    from tfbert.convert import from_huggingface
-
-    ckpt = from_huggingface(minilm_dir, str(tmp_path / "minilm"))
+def test_minilm_transfer_beats_random_init(tmp_path, minilm_checkpoint, data_dir, run_python):
+    ckpt = minilm_checkpoint
     # Same seed and steps for both; dev sentiment words never occur in train,
     # so only pretrained knowledge generalises. No XLA here: compiling
     # MiniLM twice would cost more than the 20 steps (XLA is covered below).
@@ -108,10 +106,8 @@ def test_tagging_end_to_end(tmp_path, data_dir, uncased_vocab_file, run_python):
     assert any(tag != "O" for row in want for _, tag, _, _ in row)
 
 
-def test_frozen_encoder_head(tmp_path, minilm_dir, data_dir):
-    from tfbert.convert import from_huggingface
-
-    ckpt = from_huggingface(minilm_dir, str(tmp_path / "minilm"))
+def test_frozen_encoder_head(tmp_path, minilm_checkpoint, data_dir):
+    ckpt = minilm_checkpoint
     from tfbert.tasks.frozen_classification import FrozenClassificationTask
 
     task = FrozenClassificationTask(dict(

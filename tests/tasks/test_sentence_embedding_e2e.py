@@ -26,7 +26,6 @@ import pytest
 
 from tfbert.datasets.docstring_pairs import docstring_pairs, stdlib_objects
 from tfbert import SentenceEncoder
-from tfbert.convert import from_huggingface
 from tfbert.metrics.retrieval import retrieval_metrics
 from tfbert.tasks.runner import TrainConfig, finetune
 from tfbert.tasks.sentence_embedding import SentenceEmbeddingTask
@@ -47,8 +46,8 @@ def write_tsv(path, header, rows):
 
 
 @pytest.fixture(scope="module")
-def minilm_ckpt(minilm_dir, tmp_path_factory):
-    return from_huggingface(minilm_dir, str(tmp_path_factory.mktemp("ckpt") / "minilm"))
+def minilm_ckpt(minilm_checkpoint):
+    return minilm_checkpoint  # converted once per run (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")

@@ -206,6 +206,33 @@ def test_minilm_sentence_transformers_round_trip(minilm_dir, minilm_checkpoint, 
     np.testing.assert_array_equal(got, want)
 
 
+def test_sentence_encoder_with_dense_layer(bert_checkpoint, tmp_path, hf_test):
+    """A SentenceEncoder with cls pooling, a tanh dense layer and no
+    normalization -> Pooling + Dense modules SentenceTransformer embeds with
+    as tfbert does."""
+    sentence_transformers = pytest.importorskip("sentence_transformers")
+    ckpt = checkpoint.read_checkpoint(bert_checkpoint)
+    encoder, heads = checkpoint.split_heads(ckpt.weights)
+    rng = np.random.default_rng(0)
+    dense = {"kernel": rng.normal(0, 0.3, (ckpt.config.hidden_size, 8)).astype(np.float32),
+             "bias": rng.normal(0, 0.3, 8).astype(np.float32)}
+    path = checkpoint.save_checkpoint(
+        tmp_path / "tfbert", ckpt.config, encoder, ckpt.vocab_file, True,
+        head_weights={**heads, "sentence_dense": dense},
+        sentence={"pooling": "cls", "normalize": False, "dense_units": 8, "seq_length": 64})
+    back = to_huggingface(path, tmp_path / "st")
+    modules = json.loads((back / "modules.json").read_text())
+    assert [m["path"] for m in modules] == ["", "1_Pooling", "2_Dense"]
+    got = sentence_transformers.SentenceTransformer(str(back), device="cpu").encode(
+        hf_test.sentences, convert_to_numpy=True)
+    from tfbert import SentenceEncoder
+
+    want = SentenceEncoder.from_pretrained(path).encode(hf_test.sentences)
+    diff = float(np.abs(got - want).max())
+    print(f"SentenceTransformer (cls + Dense) vs tfbert SentenceEncoder: {diff:.2e}")
+    assert got.shape == (len(hf_test.sentences), 8) and diff <= 1e-5
+
+
 # -- Refused, one line each ------------------------------------------------
 def test_heads_transformers_has_no_class_for(bert_checkpoint, tmp_path,
                                              raises_one_line_from_tfbert):
@@ -260,7 +287,8 @@ def test_tools_convert_roberta_and_export_it_back(bpe_tokenizer_dir, roberta_voc
                                                   f"--input_dir={tmp_path / 'hf'}",
                                                   f"--output_dir={tmp_path / 'tfbert'}"]),
                        ("export.py", [f"--checkpoint_dir={tmp_path / 'tfbert'}",
-                                      "--format=huggingface", f"--output_dir={tmp_path / 'back'}"])):
+                                      "--format=huggingface",
+                                      f"--output_dir={tmp_path / 'back'}"])):
         proc = subprocess.run([sys.executable, os.path.join(repo, "tools", tool), *args],
                               capture_output=True, text=True, env=env, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]

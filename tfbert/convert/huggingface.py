@@ -59,8 +59,8 @@ import tempfile
 import numpy as np
 from absl import logging
 
-from tfbert.config import BertConfig
 from tfbert import checkpoint
+from tfbert.config import BertConfig
 from tfbert.convert import albert, bpe_files, common, distilbert, roberta
 from tfbert.convert.common import bert_rules
 from tfbert.convert.safetensors_reader import SafetensorsReader
@@ -100,7 +100,7 @@ def from_huggingface(src_dir, out_dir, lower_case=None):
     hf_config = common.read_json(config_path)
     config = config_from_huggingface(hf_config, source=config_path)
     model_type = hf_config.get("model_type", "bert")
-    label = f"{config_path}"
+    label = config_path
     sentence, dense_weights = sentence_transformers_metadata(src_dir)
     more_heads = {"sentence_dense": dense_weights} if dense_weights else {}
     pad = hf_config.get("pad_token_id")

@@ -64,6 +64,7 @@ Example:
 
 import json
 import os
+import shutil
 
 import numpy as np
 import safetensors.numpy
@@ -89,7 +90,7 @@ def to_huggingface(checkpoint_dir, output_dir):
     label = os.path.join(checkpoint_dir, checkpoint.CONFIG_FILE)
     family = family_of(ckpt, label)
     head = head_of(ckpt, family, label)
-    prefix = "" if head == "model" else base_prefix(family)
+    prefix = "" if head == "model" else f"{family}."  # the base model's name in a class
     tensors = encoder_tensors(ckpt, family, prefix, head, label)
     tensors.update(head_tensors(ckpt, family, head))
     config = hf_config(ckpt, family, head)
@@ -144,10 +145,6 @@ def head_of(ckpt, family, label):
             raise ValueError(f"{label}: DistilBertForSequenceClassification's pre_classifier is "
                              "a ReLU layer, not the tanh pooler this classifier reads.")
     return head
-
-
-def base_prefix(family):
-    return f"{family}."
 
 
 # === Weights ===
@@ -293,20 +290,14 @@ def write_tokenizer(ckpt, family, out_dir):
     length = ckpt.config.max_position_embeddings
     if ckpt.tokenizer == "byte_level_bpe":
         for name in checkpoint.BPE_FILES:
-            with open(os.path.join(ckpt.path, name), "rb") as f:
-                data = f.read()
-            with open(os.path.join(out_dir, name), "wb") as f:
-                f.write(data)
+            shutil.copyfile(os.path.join(ckpt.path, name), os.path.join(out_dir, name))
         write_json(os.path.join(out_dir, "tokenizer_config.json"), {
             "tokenizer_class": "RobertaTokenizer", "add_prefix_space": False,
             "bos_token": "<s>", "cls_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
             "pad_token": "<pad>", "unk_token": "<unk>", "mask_token": "<mask>",
             "model_max_length": length})
         return
-    with open(ckpt.vocab_file, "rb") as f:
-        data = f.read()
-    with open(os.path.join(out_dir, "vocab.txt"), "wb") as f:
-        f.write(data)
+    shutil.copyfile(ckpt.vocab_file, os.path.join(out_dir, "vocab.txt"))
     # BertTokenizer for ALBERT too: tfbert's ALBERT vocabularies are WordPiece.
     write_json(os.path.join(out_dir, "tokenizer_config.json"), {
         "tokenizer_class": "DistilBertTokenizer" if family == "distilbert" else "BertTokenizer",

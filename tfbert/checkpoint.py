@@ -8,13 +8,17 @@
                                "cross_encoder": CrossEncoderSettings (optional),
                                "text_classifier": TextClassifierSettings (optional),
                                "token_classifier": TokenClassifierSettings (optional),
-                               "question_answerer": QuestionAnswererSettings (optional)}
+                               "question_answerer": QuestionAnswererSettings (optional),
+                               "huggingface": HuggingFaceSettings (optional),
+                               "tokenizer": "byte_level_bpe" (absent: "wordpiece")}
     <dir>/model.safetensors  weights by name: "encoder/<encoder weight name>",
                              and optional heads "mlm/...", "nsp/...",
                              "sentence_dense/..." (SentenceEncoder dense layer),
                              "classifier/..." (CrossEncoder / TextClassifier head),
                              "token_classifier/...", "question_answerer/..."
-    <dir>/vocab.txt          WordPiece vocabulary, one token per line
+    <dir>/vocab.txt          WordPiece vocabulary, one token per line (a byte-level
+                             BPE checkpoint: its tokens in id order)
+    <dir>/vocab.json, merges.txt   a byte-level BPE checkpoint's tokenizer files
 
 The optional sections are the settings of the model that wrote them, as
 dataclasses checked like every tfbert config (`tfbert.config_loader`): a bad
@@ -136,10 +140,36 @@ class QuestionAnswererSettings:
         config_loader.validate(self)
 
 
+# The model families `tfbert.convert` reads from and writes to Hugging Face.
+MODEL_TYPES = ("bert", "roberta", "distilbert", "albert")
+# How a checkpoint's text is tokenized: WordPiece over vocab.txt (every
+# preprocessor in tfbert), or byte-level BPE (vocab.json + merges.txt, as
+# RoBERTa; no tfbert preprocessor reads it yet).
+TOKENIZERS = ("wordpiece", "byte_level_bpe")
+BPE_FILES = ("vocab.json", "merges.txt")
+
+
+@dataclasses.dataclass
+class HuggingFaceSettings:
+    """The `huggingface` section: what a converted Hugging Face model needs to
+    be written back (`tfbert.convert.to_huggingface`) beyond the encoder
+    config: its family, its special token ids and whether its pooler was made
+    fresh (the source had none)."""
+
+    model_type: str = one_of(MODEL_TYPES, "bert")
+    pad_token_id: int = at_least(0, 0)
+    bos_token_id: Optional[int] = at_least(0, None)
+    eos_token_id: Optional[int] = at_least(0, None)
+    fresh_pooler: bool = False
+
+    def __post_init__(self):
+        config_loader.validate(self)
+
+
 SECTIONS = {"sentence": SentenceSettings, "cross_encoder": CrossEncoderSettings,
             "text_classifier": TextClassifierSettings,
             "token_classifier": TokenClassifierSettings,
-            "question_answerer": QuestionAnswererSettings}
+            "question_answerer": QuestionAnswererSettings, "huggingface": HuggingFaceSettings}
 
 
 @dataclasses.dataclass
@@ -156,6 +186,8 @@ class Checkpoint:
     text_classifier: Optional[TextClassifierSettings] = None
     token_classifier: Optional[TokenClassifierSettings] = None
     question_answerer: Optional[QuestionAnswererSettings] = None
+    huggingface: Optional[HuggingFaceSettings] = None
+    tokenizer: str = "wordpiece"
 
     @property
     def vocab_file(self):
@@ -210,7 +242,8 @@ def assign_weights(variables, weights, source, what):
 
 def save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
                     head_weights=None, source="", sentence=None, cross_encoder=None,
-                    text_classifier=None, token_classifier=None, question_answerer=None):
+                    text_classifier=None, token_classifier=None, question_answerer=None,
+                    huggingface=None, tokenizer="wordpiece", tokenizer_files=None):
     """Writes a checkpoint directory atomically.
 
     `vocab_file`: the path of `vocab.txt`, or the token list itself (a
@@ -218,9 +251,18 @@ def save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
     `encoder_weights`: `{name: array}` as `BertEncoder.get_named_weights()`.
     `head_weights`: optional `{"mlm": {...}, "nsp": {...}}`.
     `sentence`, `cross_encoder`, `text_classifier`, `token_classifier`,
-    `question_answerer`: optional settings sections, each its dataclass (`SentenceSettings`, ...)
-    or a dict of its fields.
+    `question_answerer`, `huggingface`: optional settings sections, each its dataclass
+    (`SentenceSettings`, ...) or a dict of its fields.
+    `tokenizer`: one of `TOKENIZERS`; "byte_level_bpe" needs `tokenizer_files`,
+    `{"vocab.json": path, "merges.txt": path}`, copied beside vocab.txt.
     """
+    if tokenizer not in TOKENIZERS:
+        raise ValueError(f"save_checkpoint: tokenizer {tokenizer!r} is not one of {TOKENIZERS}.")
+    tokenizer_files = dict(tokenizer_files or {})
+    if sorted(tokenizer_files) != sorted(BPE_FILES if tokenizer == "byte_level_bpe" else ()):
+        raise ValueError(f"save_checkpoint: a {tokenizer} checkpoint takes tokenizer_files "
+                         f"{list(BPE_FILES) if tokenizer == 'byte_level_bpe' else []}, got "
+                         f"{sorted(tokenizer_files)}.")
     tokens = None if isinstance(vocab_file, (str, os.PathLike)) else list(vocab_file)
     if tokens is None and not os.path.isfile(vocab_file):
         raise FileNotFoundError(f"Vocabulary file not found: {vocab_file}")
@@ -234,10 +276,13 @@ def save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
         "lower_case": bool(lower_case),
         "source": source,
     }
+    if tokenizer != "wordpiece":
+        meta["tokenizer"] = tokenizer
     for name, section in (("sentence", sentence), ("cross_encoder", cross_encoder),
                           ("text_classifier", text_classifier),
                           ("token_classifier", token_classifier),
-                          ("question_answerer", question_answerer)):
+                          ("question_answerer", question_answerer),
+                          ("huggingface", huggingface)):
         if section is not None:
             if not dataclasses.is_dataclass(section):
                 section = config_loader.from_dict(SECTIONS[name], dict(section),
@@ -252,6 +297,8 @@ def save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
         else:
             with open(os.path.join(tmp, VOCAB_FILE), "w", encoding="utf-8") as f:
                 f.write("\n".join(tokens) + "\n")
+        for name, path in tokenizer_files.items():
+            shutil.copyfile(path, os.path.join(tmp, name))
     return out_dir
 
 
@@ -286,8 +333,12 @@ def read_checkpoint(path):
         weights = safetensors.numpy.load_file(weights_path)
     except Exception as e:  # safetensors raises its own error types
         raise ValueError(f"{weights_path}: cannot read safetensors file: {e}") from None
+    tokenizer = meta.get("tokenizer", "wordpiece")
+    if tokenizer not in TOKENIZERS:
+        raise ValueError(f"{config_path}: tokenizer {tokenizer!r} is not one of {TOKENIZERS}.")
     return Checkpoint(
         path=path,
+        tokenizer=tokenizer,
         config=config,
         lower_case=bool(meta.get("lower_case", True)),
         weights=weights,

@@ -1,6 +1,7 @@
 r"""Converts released BERT weights into a tfbert checkpoint directory.
 
-Hugging Face directory (config.json, model.safetensors, vocab.txt):
+Hugging Face directory (config.json, model.safetensors, the tokenizer files;
+model_type bert, roberta, distilbert or albert):
 
     python tools/convert_checkpoint.py --source=huggingface \
         --input_dir=all-MiniLM-L6-v2 --output_dir=checkpoints/minilm
@@ -12,7 +13,8 @@ Original Google BERT directory (bert_config.json, bert_model.ckpt.*, vocab.txt):
 
 `--lower_case` / `--nolower_case` override the tokenizer setting read from the
 source (HF tokenizer files; Google: "uncased"/"cased" in the directory name).
-Load the result with `tfbert.BertEncoder.from_pretrained(output_dir)`.
+Load the result with `tfbert.BertEncoder.from_pretrained(output_dir)`; the way
+back is `tools/export.py --format=huggingface`.
 """
 
 import sys

@@ -24,6 +24,10 @@
     python tools/export.py --checkpoint_dir=ckpt --kind=encoder --format=tflite \
         --output_dir=saved_models/int8 --quantization=full_integer \
         --representative_file=train.tsv [--representative_column=sentence]
+    # the checkpoint as a Hugging Face directory (config.json, model.safetensors,
+    # tokenizer files; a sentence-transformers directory when it has a sentence
+    # section) that transformers' Auto classes load
+    python tools/export.py --checkpoint_dir=ckpt --format=huggingface --output_dir=hf_model
     python tools/export.py --check=saved_models/preprocessor
     # OpenVINO IR of a strings-in task SavedModel (needs the openvino extra):
     # strings in, the SavedModel's outputs out, in a versioned directory

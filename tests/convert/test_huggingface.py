@@ -328,7 +328,7 @@ def test_untied_decoder_and_bad_config_values(hf_pretraining_dir, tmp_path):
     config = json.loads((src / "config.json").read_text())
     for change, error in [
         ({"hidden_act": "silu"}, "hidden_act 'silu' is not supported"),
-        ({"model_type": "roberta"}, "model_type is 'roberta'"),
+        ({"model_type": "xlnet"}, "model_type is .xlnet.; tfbert converts bert, roberta"),
         ({"position_embedding_type": "relative_key"}, "position_embedding_type"),
         ({"num_attention_heads": 5}, "divisible"),
     ]:

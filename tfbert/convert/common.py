@@ -146,6 +146,44 @@ def config_values(source_config, keys, activations, source):
     return values
 
 
+def huggingface_bert_names(prefix, names=()):
+    """`{tfbert target template: transformers name}` of a BERT-layout model
+    (`bert_rules`' `names`): `prefix` is "" (`BertModel`) or the model's base
+    prefix ("bert.", "roberta."); `names`: the file's tensor names (which MLM
+    bias name it uses)."""
+    p = prefix
+    layer = f"{p}encoder.layer.{{i}}"
+    return {
+        "encoder/embeddings/word_embeddings/embeddings": f"{p}embeddings.word_embeddings.weight",
+        "encoder/embeddings/position_embeddings": f"{p}embeddings.position_embeddings.weight",
+        "encoder/embeddings/token_type_embeddings/embeddings":
+            f"{p}embeddings.token_type_embeddings.weight",
+        "encoder/embeddings/layer_norm": f"{p}embeddings.LayerNorm",
+        **{f"{LAYER}/self_attention/{proj}/{w}":
+           f"{layer}.attention.self.{proj}.{'weight' if w == 'kernel' else 'bias'}"
+           for proj in ("query", "key", "value") for w in ("kernel", "bias")},
+        f"{LAYER}/self_attention/attention_output/kernel": f"{layer}.attention.output.dense.weight",
+        f"{LAYER}/self_attention/attention_output/bias": f"{layer}.attention.output.dense.bias",
+        f"{LAYER}/attention_layer_norm": f"{layer}.attention.output.LayerNorm",
+        f"{LAYER}/intermediate_dense/kernel": f"{layer}.intermediate.dense.weight",
+        f"{LAYER}/intermediate_dense/bias": f"{layer}.intermediate.dense.bias",
+        f"{LAYER}/output_dense/kernel": f"{layer}.output.dense.weight",
+        f"{LAYER}/output_dense/bias": f"{layer}.output.dense.bias",
+        f"{LAYER}/output_layer_norm": f"{layer}.output.LayerNorm",
+        "encoder/pooler/kernel": f"{p}pooler.dense.weight",
+        "encoder/pooler/bias": f"{p}pooler.dense.bias",
+        # Pretraining heads (BertForPreTraining / BertForMaskedLM).
+        "mlm/transform/kernel": "cls.predictions.transform.dense.weight",
+        "mlm/transform/bias": "cls.predictions.transform.dense.bias",
+        "mlm/layer_norm": "cls.predictions.transform.LayerNorm",
+        "mlm/output_bias": ("cls.predictions.bias" if "cls.predictions.bias" in names
+                            or "cls.predictions.decoder.bias" not in names
+                            else "cls.predictions.decoder.bias"),
+        "nsp/kernel": "cls.seq_relationship.weight",
+        "nsp/bias": "cls.seq_relationship.bias",
+    }
+
+
 def bert_rules(config, names, layer_norm, out_in):
     """The `Rule`s of a BERT checkpoint (encoder, pooler, MLM and NSP heads)
     from its naming scheme; the Google and Hugging Face converters differ
@@ -301,6 +339,29 @@ def convert_weights(reader, rules, config, skip=(), tied=None, label="checkpoint
     return weights
 
 
+def classifier_head(reader, config, label, weight="classifier.weight",
+                    bias="classifier.bias"):
+    """`{"classifier/kernel": [hidden, labels], "classifier/bias": [labels]}`
+    from a sequence-classification head's `weight` / `bias` (BERT's
+    `classifier.weight`, RoBERTa's `classifier.out_proj.weight`)."""
+    names = set(reader.names())
+    if not {weight, bias} <= names:
+        raise ValueError(f"{label}: {weight} and {bias} must both be present.")
+    shape = tuple(reader.shape(weight))
+    if len(shape) != 2 or shape[1] != config.hidden_size or \
+            tuple(reader.shape(bias)) != shape[:1]:
+        raise ValueError(f"{label}: {weight} has shape {shape} and {bias} "
+                         f"{tuple(reader.shape(bias))}; expected [labels, "
+                         f"{config.hidden_size}] and [labels].")
+    head = {}
+    for target, source in (("kernel", weight), ("bias", bias)):
+        value = np.asarray(reader.read(source), np.float32)
+        if not np.all(np.isfinite(value)):
+            raise ValueError(f"{label}: weight {source!r} contains NaN or Inf.")
+        head[f"classifier/{target}"] = np.ascontiguousarray(value.T if target == "kernel" else value)
+    return head
+
+
 def first_items(names, limit=10):
     """A list for an error message: all of it, or its first `limit` and a count."""
     if len(names) <= limit:
@@ -309,16 +370,19 @@ def first_items(names, limit=10):
 
 
 def save_converted(out_dir, config, weights, vocab_file, lower_case, source, sentence=None,
-                   more_heads=None):
+                   more_heads=None, huggingface=None, tokenizer="wordpiece",
+                   tokenizer_files=None):
     """The tail every converter shares: the vocabulary checked against the
     config, the weights split into encoder and heads (plus `more_heads`), and
-    the tfbert checkpoint written atomically; returns `out_dir`."""
+    the tfbert checkpoint written atomically; returns `out_dir`. `huggingface`,
+    `tokenizer`, `tokenizer_files`: as `checkpoint.save_checkpoint` takes them."""
     check_vocab(vocab_file, config.vocab_size)
     encoder_weights, head_weights = checkpoint.split_heads(weights)
     head_weights.update(more_heads or {})
     return checkpoint.save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
                                       head_weights=head_weights, source=source,
-                                      sentence=sentence)
+                                      sentence=sentence, huggingface=huggingface,
+                                      tokenizer=tokenizer, tokenizer_files=tokenizer_files)
 
 
 def check_output_dir(src_dir, out_dir):

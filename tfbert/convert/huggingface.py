@@ -7,7 +7,12 @@ vocabulary of `tokenizer.json`), and optionally
 read with the safetensors NumPy API, no torch (`tfbert.convert.safetensors_reader`).
 
 ALBERT (`model_type: albert`) is read by `tfbert.convert.albert` into an
-ALBERT-style config (`embedding_size`, `share_layers`); see that module.
+ALBERT-style config (`embedding_size`, `share_layers`), RoBERTa by
+`tfbert.convert.roberta` (positions after the padding index, byte-level BPE
+files), DistilBERT by `tfbert.convert.distilbert` (no token types, no
+pooler); see those modules. Any other `model_type` is one error naming these.
+Each conversion records the family in the checkpoint's `huggingface` section,
+which `tfbert.convert.to_huggingface` writes back from.
 
 Key layouts: `BertModel` (`embeddings.*`, `encoder.layer.*`, `pooler.*`) and
 `BertForPreTraining` (the same under `bert.`, plus `cls.predictions.*` and
@@ -54,9 +59,10 @@ import tempfile
 import numpy as np
 from absl import logging
 
+from tfbert import checkpoint
 from tfbert.config import BertConfig
-from tfbert.convert import albert, common
-from tfbert.convert.common import LAYER, bert_rules
+from tfbert.convert import albert, bpe_files, common, distilbert, roberta
+from tfbert.convert.common import bert_rules
 from tfbert.convert.safetensors_reader import SafetensorsReader
 # Re-exported: `sentence_transformers_metadata` is part of this module's API.
 from tfbert.convert.sentence_transformers import sentence_transformers_metadata
@@ -93,19 +99,45 @@ def from_huggingface(src_dir, out_dir, lower_case=None):
     )
     hf_config = common.read_json(config_path)
     config = config_from_huggingface(hf_config, source=config_path)
-    if lower_case is None:
-        lower_case = lower_case_from_tokenizer_files(src_dir)
+    model_type = hf_config.get("model_type", "bert")
+    label = config_path
+    sentence, dense_weights = sentence_transformers_metadata(src_dir)
+    more_heads = {"sentence_dense": dense_weights} if dense_weights else {}
+    pad = hf_config.get("pad_token_id")
+    tokenizer, tokenizer_files = "wordpiece", None
+    settings = {"model_type": model_type, "pad_token_id": pad if isinstance(pad, int) else 0}
     with tempfile.TemporaryDirectory() as tmp:
-        vocab_file = _vocab_file(src_dir, tmp)  # vocab.txt, or made from tokenizer.json
-        if hf_config.get("model_type") == "albert":
-            weights = albert.read_albert_weights(SafetensorsReader(src_dir), config, config_path)
+        if model_type == "roberta":
+            if lower_case:
+                raise ValueError(f"{config_path}: RoBERTa's byte-level BPE keeps case; "
+                                 "lower_case=True does not apply.")
+            tokens, tokenizer_files = bpe_files.bpe_files(src_dir, tmp)
+            vocab_file = os.path.join(tmp, "vocab.txt")  # its tokens, in id order
+            with open(vocab_file, "w", encoding="utf-8") as f:
+                f.write("\n".join(tokens) + "\n")
+            tokenizer, lower_case = "byte_level_bpe", False  # byte-level BPE keeps case
+            weights, position_rows, settings = roberta.read_roberta_weights(
+                SafetensorsReader(src_dir), config, hf_config, label)
+            more_heads.update(position_rows)
         else:
-            weights = read_huggingface_weights(src_dir, config, label=config_path)
-        sentence, dense_weights = sentence_transformers_metadata(src_dir)
+            if lower_case is None:
+                lower_case = lower_case_from_tokenizer_files(src_dir)
+            vocab_file = _vocab_file(src_dir, tmp)  # vocab.txt, or made from tokenizer.json
+            if model_type == "albert":
+                reader = SafetensorsReader(src_dir)
+                settings["fresh_pooler"] = not any(n.endswith("pooler.weight")
+                                                   for n in reader.names())
+                weights = albert.read_albert_weights(reader, config, label)
+            elif model_type == "distilbert":
+                weights, settings = distilbert.read_distilbert_weights(
+                    SafetensorsReader(src_dir), config, hf_config, label)
+            else:
+                weights = read_huggingface_weights(src_dir, config, label=label)
         return common.save_converted(
             out_dir, config, weights, vocab_file, lower_case,
             source=f"huggingface:{os.path.abspath(src_dir)}", sentence=sentence,
-            more_heads={"sentence_dense": dense_weights} if dense_weights else None)
+            more_heads=more_heads or None, huggingface=settings, tokenizer=tokenizer,
+            tokenizer_files=tokenizer_files)
 
 
 def read_huggingface_weights(src_dir, config, label="config.json"):
@@ -130,29 +162,8 @@ def read_huggingface_weights(src_dir, config, label="config.json"):
         label=f"{reader.label} (config {label})",
     )
     if classifier:
-        weights.update(_classifier_head(reader, config, f"{reader.label} (config {label})"))
+        weights.update(common.classifier_head(reader, config, f"{reader.label} (config {label})"))
     return weights
-
-
-def _classifier_head(reader, config, label):
-    """`{"classifier/kernel": [hidden, labels], "classifier/bias": [labels]}`
-    from a `BertForSequenceClassification`'s `classifier.weight` / `.bias`."""
-    names = set(reader.names())
-    if not {"classifier.weight", "classifier.bias"} <= names:
-        raise ValueError(f"{label}: classifier.weight and classifier.bias must both be present.")
-    shape = tuple(reader.shape("classifier.weight"))
-    if len(shape) != 2 or shape[1] != config.hidden_size or \
-            tuple(reader.shape("classifier.bias")) != shape[:1]:
-        raise ValueError(f"{label}: classifier.weight has shape {shape} and classifier.bias "
-                         f"{tuple(reader.shape('classifier.bias'))}; expected [labels, "
-                         f"{config.hidden_size}] and [labels].")
-    head = {}
-    for target, source in (("kernel", "classifier.weight"), ("bias", "classifier.bias")):
-        value = np.asarray(reader.read(source), np.float32)
-        if not np.all(np.isfinite(value)):
-            raise ValueError(f"{label}: weight {source!r} contains NaN or Inf.")
-        head[f"classifier/{target}"] = np.ascontiguousarray(value.T if target == "kernel" else value)
-    return head
 
 
 def config_from_huggingface(hf_config, source="config.json"):
@@ -162,9 +173,13 @@ def config_from_huggingface(hf_config, source="config.json"):
     model_type = hf_config.get("model_type", "bert")
     if model_type == "albert":
         return albert.config_from_albert(hf_config, ACTIVATIONS, source)
+    if model_type == "roberta":
+        return roberta.config_from_roberta(hf_config, ACTIVATIONS, source)
+    if model_type == "distilbert":
+        return distilbert.config_from_distilbert(hf_config, ACTIVATIONS, source)
     if model_type != "bert":
-        raise ValueError(f"{source}: model_type is {model_type!r}; only 'bert' and 'albert' "
-                         "convert.")
+        raise ValueError(f"{source}: model_type is {model_type!r}; tfbert converts "
+                         f"{', '.join(checkpoint.MODEL_TYPES)}.")
     position_type = hf_config.get("position_embedding_type", "absolute")
     if position_type != "absolute":
         raise ValueError(
@@ -220,38 +235,8 @@ def huggingface_rules(config, prefix, source_names=()):
     `nn.Linear` weights are `[out, in]` and get transposed; attention
     projections are then split into Keras' `[hidden, heads, head_dim]`.
     """
-    p = prefix
     names = set(source_names)
-    layer = f"{p}encoder.layer.{{i}}"
-    rename = {
-        "encoder/embeddings/word_embeddings/embeddings": f"{p}embeddings.word_embeddings.weight",
-        "encoder/embeddings/position_embeddings": f"{p}embeddings.position_embeddings.weight",
-        "encoder/embeddings/token_type_embeddings/embeddings":
-            f"{p}embeddings.token_type_embeddings.weight",
-        "encoder/embeddings/layer_norm": f"{p}embeddings.LayerNorm",
-        **{f"{LAYER}/self_attention/{proj}/{w}":
-           f"{layer}.attention.self.{proj}.{'weight' if w == 'kernel' else 'bias'}"
-           for proj in ("query", "key", "value") for w in ("kernel", "bias")},
-        f"{LAYER}/self_attention/attention_output/kernel": f"{layer}.attention.output.dense.weight",
-        f"{LAYER}/self_attention/attention_output/bias": f"{layer}.attention.output.dense.bias",
-        f"{LAYER}/attention_layer_norm": f"{layer}.attention.output.LayerNorm",
-        f"{LAYER}/intermediate_dense/kernel": f"{layer}.intermediate.dense.weight",
-        f"{LAYER}/intermediate_dense/bias": f"{layer}.intermediate.dense.bias",
-        f"{LAYER}/output_dense/kernel": f"{layer}.output.dense.weight",
-        f"{LAYER}/output_dense/bias": f"{layer}.output.dense.bias",
-        f"{LAYER}/output_layer_norm": f"{layer}.output.LayerNorm",
-        "encoder/pooler/kernel": f"{p}pooler.dense.weight",
-        "encoder/pooler/bias": f"{p}pooler.dense.bias",
-        # Pretraining heads (BertForPreTraining / BertForMaskedLM).
-        "mlm/transform/kernel": "cls.predictions.transform.dense.weight",
-        "mlm/transform/bias": "cls.predictions.transform.dense.bias",
-        "mlm/layer_norm": "cls.predictions.transform.LayerNorm",
-        "mlm/output_bias": ("cls.predictions.bias" if "cls.predictions.bias" in names
-                            or "cls.predictions.decoder.bias" not in names
-                            else "cls.predictions.decoder.bias"),
-        "nsp/kernel": "cls.seq_relationship.weight",
-        "nsp/bias": "cls.seq_relationship.bias",
-    }
+    rename = common.huggingface_bert_names(prefix, names)
 
     # Old (TF-converted) HF checkpoints name LayerNorm parameters gamma/beta.
     def layer_norm(source):

@@ -6,7 +6,8 @@ int32 encoder inputs), the encoder as a reusable SavedModel (TF Hub API +
 Hub pair (`<output_dir>/preprocessor` and `<output_dir>/encoder`), or a
 TFLite model (`<output_dir>/model.tflite`; ids in, or strings in with
 `text_input`; quantized on request, full-integer calibrated on training
-texts). `export(cfg)` writes it and prints one line; `check(path)` prints
+texts), or the whole checkpoint as a Hugging Face directory
+(`format="huggingface"`, `tfbert.convert.to_huggingface`; `kind` is not read). `export(cfg)` writes it and prints one line; `check(path)` prints
 a SavedModel's op types and signatures and fails when it breaks the op rule
 (only core TF ops plus FastBertNormalize and FastWordpieceTokenizeWithOffsets,
 `tfbert.export.op_check`).
@@ -25,7 +26,7 @@ from tfbert import config_loader
 from tfbert.export import tflite
 
 KINDS = ("preprocessor", "encoder")
-FORMATS = ("saved_model", "tfhub", "tflite")
+FORMATS = ("saved_model", "tfhub", "tflite", "huggingface")
 QUANTIZATIONS = ("none", "dynamic_range", "float16", "full_integer")
 # Options of strings-in TFLite models only: their choices (the default first,
 # as `tfbert.export.tflite` defines them) and why another format cannot take them.
@@ -97,6 +98,12 @@ def export(cfg):
     where. Errors are one line (ValueError, FileNotFoundError, NotImplementedError)."""
     if not cfg.checkpoint_dir or not cfg.output_dir:
         raise ValueError("checkpoint_dir and output_dir are required (or --check=DIR).")
+    if cfg.format == "huggingface":  # the whole checkpoint: kind is not read
+        from tfbert.convert import to_huggingface
+
+        to_huggingface(cfg.checkpoint_dir, cfg.output_dir)
+        print(f"Exported {cfg.checkpoint_dir} as a Hugging Face directory to {cfg.output_dir}")
+        return
     from tfbert.text import BertPreprocessor
 
     preprocessor = BertPreprocessor.from_pretrained(cfg.checkpoint_dir, seq_length=cfg.seq_length)

@@ -74,7 +74,13 @@ class BertPreprocessor(keras.layers.Layer):
     @classmethod
     def from_pretrained(cls, checkpoint_dir, **kwargs):
         """From a tfbert checkpoint directory: its `vocab.txt` and `lower_case` flag."""
-        _, meta = checkpoint.read_meta(checkpoint_dir)
+        config_path, meta = checkpoint.read_meta(checkpoint_dir)
+        if meta.get("tokenizer", "wordpiece") != "wordpiece":
+            # vocab.txt of a byte-level BPE checkpoint lists its tokens, but
+            # WordPiece over them would give wrong ids without an error.
+            raise ValueError(f"{config_path}: tokenizer {meta['tokenizer']!r}: BertPreprocessor "
+                             "tokenizes with WordPiece only; feed this checkpoint token ids "
+                             "(BertEncoder.from_pretrained) or use its Hugging Face tokenizer.")
         vocab_file = os.path.join(checkpoint_dir, checkpoint.VOCAB_FILE)
         if not os.path.isfile(vocab_file):
             raise FileNotFoundError(f"Not a tfbert checkpoint: {vocab_file} is missing.")

@@ -1,0 +1,183 @@
+"""Hugging Face RoBERTa -> tfbert (`tfbert.convert.roberta`): encoder, MLM and
+sequence-classification heads at parity with transformers' own classes on
+real token ids (a byte-level BPE trained on docstrings), the tokenizer files
+carried and checked, and clear one-line errors."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from tfbert import BertEncoder, checkpoint
+from tfbert.convert import from_huggingface
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+
+def roberta_config(vocab_size, **kwargs):
+    # The released RoBERTa's type_vocab_size and eps, at a tiny size.
+    values = dict(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2,
+                  num_attention_heads=4, intermediate_size=64, max_position_embeddings=130,
+                  type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1, bos_token_id=0,
+                  eos_token_id=2)
+    return transformers.RobertaConfig(**{**values, **kwargs})
+
+
+@pytest.fixture(scope="module")
+def roberta_dirs(bpe_tokenizer_dir, tmp_path_factory, hf_test):
+    """{class name: (HF directory, model, converted tfbert checkpoint)}."""
+    vocab = len(transformers.AutoTokenizer.from_pretrained(str(bpe_tokenizer_dir)))
+    config = roberta_config(vocab, num_labels=3)
+    dirs = {}
+    for seed, cls in enumerate((transformers.RobertaModel, transformers.RobertaForMaskedLM,
+                                transformers.RobertaForSequenceClassification)):
+        root = tmp_path_factory.mktemp(cls.__name__)
+        model = hf_test.save_model(cls, config, bpe_tokenizer_dir, root / "hf", seed=seed)
+        dirs[cls.__name__] = (root / "hf", model, from_huggingface(root / "hf", root / "tfbert"))
+    return dirs
+
+
+@pytest.fixture(scope="module")
+def batch(bpe_tokenizer_dir, hf_test):
+    return hf_test.batch_of(bpe_tokenizer_dir)
+
+
+def test_roberta_model_encoder_parity(roberta_dirs, batch, hf_test):
+    src, model, out = roberta_dirs["RobertaModel"]
+    ckpt = checkpoint.read_checkpoint(out)
+    assert ckpt.config.max_position_embeddings == 128  # 130 - (pad_token_id + 1)
+    assert (ckpt.config.type_vocab_size, ckpt.config.layer_norm_eps) == (1, 1e-5)
+    assert ckpt.tokenizer == "byte_level_bpe" and ckpt.lower_case is False
+    assert ckpt.huggingface.model_type == "roberta" and not ckpt.huggingface.fresh_pooler
+    with torch.no_grad():
+        want = model(**hf_test.torch_inputs(batch))
+    got = BertEncoder.from_pretrained(out)(hf_test.tfbert_inputs(batch))
+    mask = batch["attention_mask"]
+    seq = hf_test.masked_max_diff(got["sequence_output"], want.last_hidden_state.numpy(), mask)
+    pooled = float(np.abs(np.asarray(got["pooled_output"]) - want.pooler_output.numpy()).max())
+    print(f"RobertaModel vs tfbert: sequence_output {seq:.2e}, pooled_output {pooled:.2e}")
+    assert seq <= 1e-5 and pooled <= 1e-5
+
+
+def test_roberta_mlm_logits_parity(roberta_dirs, batch, hf_test):
+    from tfbert.models.pretrainer import BertPretrainer
+
+    src, model, out = roberta_dirs["RobertaForMaskedLM"]
+    ckpt = checkpoint.read_checkpoint(out)
+    assert ckpt.huggingface.fresh_pooler  # RobertaForMaskedLM has no pooler
+    assert sorted(ckpt.prefixed_weights("mlm")) == [
+        "layer_norm/beta", "layer_norm/gamma", "output_bias", "transform/bias", "transform/kernel"]
+    positions = np.array([[1, 2, 3]] * len(batch["input_ids"]), np.int32)
+    with torch.no_grad():
+        logits = model(**hf_test.torch_inputs(batch)).logits.numpy()
+    want = np.take_along_axis(logits, positions[:, :, None], axis=1)
+    pretrainer = BertPretrainer.from_checkpoint(out)
+    got = pretrainer({**hf_test.tfbert_inputs(batch), "masked_lm_positions": positions})
+    diff = float(np.abs(np.asarray(got["mlm_logits"]) - want).max())
+    print(f"RobertaForMaskedLM logits vs tfbert: {diff:.2e}")
+    assert diff <= 1e-5
+
+
+def test_roberta_sequence_classification_parity(roberta_dirs, batch, hf_test):
+    """classifier.dense + tanh over <s> is BERT's pooler; out_proj the classifier."""
+    src, model, out = roberta_dirs["RobertaForSequenceClassification"]
+    ckpt = checkpoint.read_checkpoint(out)
+    head = ckpt.prefixed_weights("classifier")
+    with torch.no_grad():
+        want = model(**hf_test.torch_inputs(batch)).logits.numpy()
+    pooled = BertEncoder.from_pretrained(out)(hf_test.tfbert_inputs(batch))["pooled_output"]
+    got = np.asarray(pooled) @ head["kernel"] + head["bias"]
+    diff = float(np.abs(got - want).max())
+    print(f"RobertaForSequenceClassification logits vs tfbert: {diff:.2e}")
+    assert want.shape == (len(batch["input_ids"]), 3) and diff <= 1e-5
+
+
+def test_tokenizer_files_travel(roberta_dirs, bpe_tokenizer_dir):
+    """vocab.json and merges.txt from tokenizer.json; vocab.txt lists the tokens."""
+    src, _, out = roberta_dirs["RobertaModel"]
+    model = json.loads((bpe_tokenizer_dir / "tokenizer.json").read_text())["model"]
+    vocab = json.loads(open(f"{out}/vocab.json", encoding="utf-8").read())
+    assert vocab == model["vocab"]
+    merges = open(f"{out}/merges.txt", encoding="utf-8").read().splitlines()[1:]
+    assert merges == [" ".join(m) if isinstance(m, list) else m for m in model["merges"]]
+    tokens = open(f"{out}/vocab.txt", encoding="utf-8").read().splitlines()
+    assert tokens == sorted(vocab, key=vocab.get)
+
+
+def test_wordpiece_preprocessor_refuses_a_bpe_checkpoint(roberta_dirs,
+                                                         raises_one_line_from_tfbert):
+    from tfbert import BertPreprocessor
+
+    out = roberta_dirs["RobertaModel"][2]
+    raises_one_line_from_tfbert("bpe preprocessor", lambda: BertPreprocessor.from_pretrained(out),
+                                r"config\.json: tokenizer 'byte_level_bpe': BertPreprocessor "
+                                r"tokenizes with WordPiece only")
+
+
+def test_sentence_transformers_on_roberta(roberta_dirs, tmp_path, batch, hf_test):
+    """A sentence-transformers directory on a RoBERTa body converts, with its
+    pooling; tfbert's mean pooling of the converted encoder gives its embeddings."""
+    sentence_transformers = pytest.importorskip("sentence_transformers")
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
+    src = roberta_dirs["RobertaModel"][0]
+    word = Transformer(str(src), max_seq_length=64)
+    pooling = Pooling(word.get_embedding_dimension(), "mean")
+    st = sentence_transformers.SentenceTransformer(modules=[word, pooling], device="cpu")
+    st.save(str(tmp_path / "st"))
+    out = from_huggingface(tmp_path / "st", tmp_path / "tfbert")
+    ckpt = checkpoint.read_checkpoint(out)
+    assert (ckpt.sentence.pooling, ckpt.sentence.normalize, ckpt.sentence.seq_length) == (
+        "mean", False, 64)
+    want = st.encode(hf_test.sentences, convert_to_numpy=True, batch_size=8)
+    inputs = hf_test.tfbert_inputs(batch)
+    tokens = np.asarray(BertEncoder.from_pretrained(out)(inputs)["sequence_output"])
+    mask = inputs["input_mask"][..., None]
+    got = (tokens * mask).sum(1) / mask.sum(1)
+    diff = float(np.abs(got - want).max())
+    print(f"sentence-transformers on RoBERTa vs tfbert mean pooling: {diff:.2e}")
+    assert diff <= 1e-5
+
+
+# -- Bad input: one line each, raised by tfbert ----------------------------
+def test_bad_bpe_files_are_one_line(roberta_dirs, tmp_path, raises_one_line_from_tfbert):
+    src = roberta_dirs["RobertaModel"][0]
+    hf = tmp_path / "hf"
+    shutil.copytree(src, hf)
+    out = roberta_dirs["RobertaModel"][2]
+    (hf / "tokenizer.json").unlink()
+    shutil.copy(f"{out}/vocab.json", hf / "vocab.json")
+    merges = open(f"{out}/merges.txt", encoding="utf-8").read().splitlines()
+    (hf / "merges.txt").write_text("\n".join(merges[:3] + ["Ġtoo many parts"] + merges[3:]))
+    check = raises_one_line_from_tfbert
+    check("merges line", lambda: from_huggingface(hf, tmp_path / "o"),
+          r"merges\.txt:4: a merge is two tokens separated by one space, got 'Ġtoo many parts'")
+    (hf / "merges.txt").write_text("\n".join(merges))
+    for vocab, pattern in [
+        ("[1, 2]", r"vocab\.json: expected a JSON object of token -> id, got list"),
+        ('{"a": 0, "b": "1"}', r"vocab\.json: token 'b' maps to '1', not an int id"),
+        ('{"a": 0, "b": 0}', r"vocab\.json: tokens 'a' and 'b' share id 0"),
+        ('{"a": 0, "b": 5}', r"vocab\.json: token 'b' has id 5; ids must be 0 \.\. 1"),
+        ('{"a": 0', r"vocab\.json: not valid JSON"),
+    ]:
+        (hf / "vocab.json").write_text(vocab)
+        check(f"vocab {vocab}", lambda: from_huggingface(hf, tmp_path / "o"), pattern)
+    assert not (tmp_path / "o").exists()
+
+
+def test_unsupported_model_type_names_the_supported(roberta_dirs, tmp_path,
+                                                    raises_one_line_from_tfbert):
+    hf = tmp_path / "hf"
+    shutil.copytree(roberta_dirs["RobertaModel"][0], hf)
+    config = json.loads((hf / "config.json").read_text())
+    (hf / "config.json").write_text(json.dumps({**config, "model_type": "xlm-roberta"}))
+    raises_one_line_from_tfbert(
+        "model_type", lambda: from_huggingface(hf, tmp_path / "o"),
+        r"config\.json: model_type is 'xlm-roberta'; tfbert converts bert, roberta, "
+        r"distilbert, albert\.")
+    (hf / "config.json").write_text(json.dumps({**config, "max_position_embeddings": 2}))
+    raises_one_line_from_tfbert(
+        "positions", lambda: from_huggingface(hf, tmp_path / "o"),
+        r"max_position_embeddings=2 leaves no position after pad_token_id \+ 1 = 2")

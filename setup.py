@@ -43,8 +43,8 @@ setup(
     ],
     extras_require={
         # Pretraining data beyond one machine (tfbert/data/pretraining/beam.py).
-        # Its own environment in .ci/run: apache-beam pins protobuf below the
-        # version TensorFlow's test stack installs.
+        # .ci/run installs it beside the test extra: apache-beam moves protobuf
+        # down to 6.x, which TensorFlow 2.21 and the test stack accept.
         # dask[distributed]: the DaskRunner tests (a real 2-process LocalCluster).
         "beam": ["apache-beam>=2.60", "dask[distributed]"],
         # tfbert.retrieval.index: approximate nearest-neighbour search (FAISS HNSW).
@@ -64,6 +64,8 @@ setup(
             "pytest>=8",
             # .ci/run: the default suite on two workers.
             "pytest-xdist>=3.5",
+            # tests/conftest.py's made_once: one xdist worker builds, the other waits.
+            "filelock>=3.12",
             # Reference implementations for parity tests only. torch is pinned
             # first so the resolver never pulls a multi-GB CUDA build.
             "torch==2.13.0",

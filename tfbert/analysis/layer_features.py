@@ -28,6 +28,7 @@ Example:
 
 import os
 import tempfile  # noqa: F401  (the doctest)
+import weakref
 
 import numpy as np
 import tensorflow as tf
@@ -146,11 +147,28 @@ def sentence_batches(preprocessor, sentences, batch_size, seq_length, names=None
         yield inputs, word_pieces, rows
 
 
+# One traced function per encoder and pooling, reused by every extraction
+# (tracing the encoder costs seconds; a probe extracts train and dev, twice).
+_FUNCTIONS = weakref.WeakKeyDictionary()
+_SIGNATURE = (
+    {name: tf.TensorSpec([None, None], tf.int32) for name in
+     ("input_word_ids", "input_mask", "input_type_ids")},
+    tf.RaggedTensorSpec([None, None, None], tf.int32, ragged_rank=2, row_splits_dtype=tf.int64),
+)
+
+
 def _word_vectors_function(encoder, pooling):
     """A tf.function: `(inputs, word_pieces)` -> float32 `[words, layers + 1,
-    hidden]`, each word's pieces pooled at every layer (0 = embeddings)."""
+    hidden]`, each word's pieces pooled at every layer (0 = embeddings);
+    traced once (any batch and length)."""
+    functions = _FUNCTIONS.setdefault(encoder, {})
+    if pooling not in functions:
+        functions[pooling] = _trace(encoder, pooling)
+    return functions[pooling]
 
-    @tf.function(reduce_retracing=True)
+
+def _trace(encoder, pooling):
+    @tf.function(input_signature=_SIGNATURE)
     def word_vectors(inputs, word_pieces):
         outputs = encoder(inputs, training=False)["encoder_outputs"]
         embeddings = tf.cast(encoder.embeddings(inputs["input_word_ids"],

@@ -76,6 +76,10 @@ def run_probe(config, model=None):
             raise ValueError(f"--{key} is required.")
     if config.task in ("tags", "structural", "senses") and not config.dev_file:
         raise ValueError(f"--task={config.task} needs --dev_file (probes are scored on it).")
+    for key in ("train_file", "dev_file"):  # before minutes of encoding
+        path = getattr(config, key)
+        if path and not os.path.isfile(path):
+            raise FileNotFoundError(f"--{key}: no such file: {path}")
     encoder, preprocessor = encoder_and_preprocessor(
         model if model is not None else config.checkpoint_dir)
     layers = _layers(config, encoder.config.num_layers)

@@ -53,8 +53,8 @@ class ProbeConfig:
     layers: list = dataclasses.field(default_factory=list)  # empty: every layer
     pooling: str = config_loader.one_of(("mean", "first"), "mean")
     seeds: list = dataclasses.field(default_factory=lambda: [0, 1, 2])
-    epochs: int = config_loader.at_least(1, 10)
-    batch_size: int = config_loader.at_least(1, 64)
+    epochs: int = config_loader.at_least(1, 5)
+    batch_size: int = config_loader.at_least(1, 256)  # words (structural: a quarter, sentences)
     learning_rate: float = config_loader.positive(3e-3)
     rank: int = config_loader.at_least(1, 64)  # structural: the rank of B
     features_batch_size: int = config_loader.at_least(1, 32)

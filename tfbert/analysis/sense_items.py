@@ -83,12 +83,12 @@ def _item(line, where, n):
     if not inside or cut:
         raise ValueError(f"{where}: text[{start}:{end}] is {target!r}, not a whole word of "
                          "the text.")
-    before, after = _words(text[:start]), _words(text[end:])
+    before, after = split_words(text[:start]), split_words(text[end:])
     return SenseItem(words=before + [target] + after, target=len(before), lemma=row["lemma"],
                      sense=row["sense"], line=n)
 
 
-def _words(text):
+def split_words(text):
     """Whitespace words with the punctuation at their edges split off."""
     words = []
     for token in text.split():

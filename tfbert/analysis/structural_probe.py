@@ -152,7 +152,7 @@ def _fit_and_score(train, dev, seed, rank, epochs, batch_size, learning_rate):
     mean, variance = _standardizer(train)
     model = _model(layers, width, rank, mean, variance)
     model.compile(optimizer=keras.optimizers.Adam(learning_rate),
-                  loss={"distance": _distance_loss, "depth": _depth_loss})
+                  loss={"distance": _distance_loss, "depth": _depth_loss}, steps_per_execution=8)
     model.fit(_Batches(train, batch_size, seed), epochs=epochs, verbose=0)
     return score(model, dev, layers)
 

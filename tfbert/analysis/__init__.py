@@ -1,7 +1,8 @@
 """What each layer knows: word vectors of every layer streamed to disk
 (`layer_features`), probes trained on them beside their controls
 (`tag_probe`, `structural_probe`, `sense_probe`), the geometry of the
-layers (`geometry`) and what attention heads attend to (`head_statistics`);
+layers (`geometry`), what attention heads attend to (`head_statistics`)
+and how much the loss needs each head (`head_importance`, Michel et al. 2019);
 `probe_run.run_probe` is one analysis as `tools/probe.py` runs it. Inputs:
 CoNLL-U (`conllu`) and word-sense JSONL (`sense_items`).
 

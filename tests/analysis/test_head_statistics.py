@@ -3,7 +3,6 @@ sample: the statistics equal those computed directly from the encoder's
 attention for one sentence; the fixed-offset baseline is counted by hand."""
 
 import numpy as np
-import pytest
 
 from tfbert.analysis.conllu import read_conllu
 from tfbert.analysis.head_statistics import (attention_encoder, attention_statistics,

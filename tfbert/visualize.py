@@ -6,12 +6,16 @@ when a picture is drawn).
 - `draw_curves(model_dir, output)`: loss per epoch and the dev metrics, from a
   run's `log.csv`;
 - `draw_confusion(model_dir, output)`: the confusion matrix of the dev
-  predictions (`dev_predictions.tsv`) that a classification run wrote.
+  predictions (`dev_predictions.tsv`) that a classification run wrote;
+- `draw_probe(results_json, output)`: a `tools/probe.py` analysis, scores by
+  layer beside their controls, the scalar-mix weights (tags), heads x layers
+  heatmaps (heads).
 
 Each returns the path it wrote; `tools/visualize.py` is these calls.
 """
 
 import csv
+import json
 import os
 
 import numpy as np
@@ -135,6 +139,62 @@ def draw_confusion(model_dir, output):
     ax.set_yticks(range(len(labels)), labels)
     ax.set(xlabel="predicted", ylabel="gold",
            title=f"dev accuracy {np.trace(counts) / counts.sum():.3f} ({counts.sum()} examples)")
+    fig.tight_layout()
+    fig.savefig(output, dpi=80)
+    plt.close(fig)
+    return output
+
+
+def draw_probe(results_json, output):
+    """The `results.json` of `tools/probe.py`: the main score by layer with its
+    controls (random init; the control task, the most-frequent-sense
+    baseline), then the mix weights (tags) or one layers x heads heatmap per
+    attention statistic (heads)."""
+    if not os.path.isfile(results_json):
+        raise FileNotFoundError(f"No probe results: {results_json} (written by tools/probe.py).")
+    with open(results_json, encoding="utf-8") as f:
+        results = json.load(f)
+    missing = [k for k in ("task", "metric", "layers", "per_layer") if k not in results]
+    if missing:
+        raise ValueError(f"{results_json}: not a tools/probe.py result (no {missing[0]!r}).")
+    plt = _pyplot()
+    layers = results["layers"]
+    extra = results.get("statistics") or {}
+    panels = 1 + (1 if results.get("mix_weights") else 0) + len(extra)
+    fig, axes = plt.subplots(1, panels, figsize=(5 * min(panels, 2) + 2.5 * max(panels - 2, 0),
+                                                 4), squeeze=False)
+    axes = axes[0]
+    ax = axes[0]
+
+    def values(key):
+        return [float("nan") if v is None else v for v in results[key]]
+
+    ax.plot(layers, values("per_layer"), marker="o", label=results["task"])
+    if results.get("per_layer_spread"):
+        mean, spread = np.array(values("per_layer")), np.array(values("per_layer_spread"))
+        ax.fill_between(layers, mean - spread, mean + spread, alpha=0.2)
+    for key, label in (("random_init_per_layer", "random init"),
+                       ("control_task_per_layer", "control task")):
+        if results.get(key):
+            ax.plot(layers, values(key), marker=".", linestyle="--", label=label)
+    for key, label in (("baseline", "most frequent sense"), ("majority_baseline", "majority")):
+        if isinstance(results.get(key), (int, float)):
+            ax.axhline(results[key], color="grey", linestyle=":", label=label)
+    ax.set(xlabel="layer (0 = embeddings)", ylabel=results["metric"], title=results["task"])
+    ax.legend(fontsize=8)
+    panel = 1
+    if results.get("mix_weights"):
+        axes[panel].bar(layers, results["mix_weights"])
+        axes[panel].set(xlabel="layer", ylabel="softmax weight",
+                        title=f"scalar mix (E[l] = {results.get('expected_layer') or 0:.2f})")
+        panel += 1
+    for name, grid in extra.items():
+        image = axes[panel].imshow(np.array(grid, dtype=float).T, aspect="auto", cmap="viridis")
+        axes[panel].set(xlabel="layer", ylabel="head", title=name)
+        axes[panel].set_xticks(range(len(layers)), layers)
+        axes[panel].set_yticks(range(len(grid[0])))
+        fig.colorbar(image, ax=axes[panel])
+        panel += 1
     fig.tight_layout()
     fig.savefig(output, dpi=80)
     plt.close(fig)

@@ -8,4 +8,6 @@ examples, tests and benchmarks that must not download anything.
 - `docstring_families`: a 5-class sentence task, which family of
   standard-library modules a docstring sentence comes from (classification,
   distillation with an unlabelled pool).
+- `wordnet_senses`: word-sense items from WordNet's example sentences (Debian's
+  `wordnet-base`), for `tools/probe.py --task=senses`.
 """

@@ -1,0 +1,96 @@
+"""ByteLevelBPETokenizer against transformers' fast RoBERTa tokenizer built
+from the same files (a byte-level BPE trained by HF `tokenizers` on
+standard-library docstrings), the export op rule, and bad files."""
+
+import ast
+import inspect
+import json
+import os
+import re
+
+import pytest
+import tensorflow as tf
+
+from tfbert.export import op_check
+from tfbert.text.byte_level_bpe import ByteLevelBPETokenizer
+
+
+def multilingual_lines():
+    """The Unicode stress lines of test_tokenizer_parity.py (its MULTILINGUAL)."""
+    with open(os.path.join(os.path.dirname(__file__), "test_tokenizer_parity.py"),
+              encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    return next(ast.literal_eval(node.value) for node in tree.body
+                if isinstance(node, ast.Assign) and node.targets[0].id == "MULTILINGUAL")
+
+
+def docstring_sentences(limit=300):
+    import collections
+    import shutil
+    import tempfile
+
+    sentences = []
+    for module in (os, json, inspect, tempfile, collections, shutil):
+        for _, obj in inspect.getmembers(module):
+            for sentence in re.split(r"(?<=\.)\s+", inspect.getdoc(obj) or ""):
+                if sentence and sentence not in sentences:
+                    sentences.append(sentence)
+    return sentences[:limit]
+
+
+@pytest.fixture(scope="module")
+def bpe_dir(tmp_path_factory):
+    tokenizers = pytest.importorskip("tokenizers")
+    out = tmp_path_factory.mktemp("byte_level_bpe")
+    bpe = tokenizers.ByteLevelBPETokenizer()
+    bpe.train_from_iterator(docstring_sentences(2000), vocab_size=1000, min_frequency=2,
+                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    bpe.save_model(str(out))
+    return out
+
+
+@pytest.fixture(scope="module")
+def reference(bpe_dir):
+    transformers = pytest.importorskip("transformers")
+    return transformers.RobertaTokenizerFast(vocab=str(bpe_dir / "vocab.json"),
+                                             merges=str(bpe_dir / "merges.txt"))
+
+
+@pytest.fixture(scope="module")
+def tokenizer(bpe_dir):
+    return ByteLevelBPETokenizer.from_files(bpe_dir / "vocab.json", bpe_dir / "merges.txt")
+
+
+def test_ids_match_transformers(tokenizer, reference):
+    lines = multilingual_lines() + docstring_sentences()
+    got = tokenizer(tf.constant(lines)).to_list()
+    differ = [line for line, ids in zip(lines, got)
+              if ids != reference(line, add_special_tokens=False)["input_ids"]]
+    # NUL is the pre-tokenizer's split marker (module doc).
+    assert [line for line in differ if "\x00" not in line] == []
+    assert len(lines) - len(differ) >= len(lines) - 2
+
+
+def test_saved_model_passes_op_rule_and_reloads(tokenizer, tmp_path):
+    module = tf.Module()
+    module.tokenizer = tokenizer
+    module.tokenize = tf.function(lambda texts: tokenizer(texts).flat_values,
+                                  input_signature=[tf.TensorSpec([None], tf.string)])
+    path = str(tmp_path / "bpe")
+    tf.saved_model.save(module, path)
+    op_check.check_op_rule(path)
+    texts = tf.constant(["Café déjà vu:   naïve résumé, 1887!", "", "  leading\n\nspace "])
+    want = tokenizer(texts).flat_values.numpy().tolist()
+    assert tf.saved_model.load(path).tokenize(texts).numpy().tolist() == want
+
+
+def test_malformed_merges_line_names_file_and_line(bpe_dir, tmp_path):
+    merges = tmp_path / "merges.txt"
+    merges.write_text("#version: 0.2\nĠ t\nthe\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"merges.txt:3: a merge is two tokens"):
+        ByteLevelBPETokenizer.from_files(bpe_dir / "vocab.json", merges)
+
+
+def test_merge_outside_vocabulary():
+    with pytest.raises(ValueError, match=r"merge 2 \(ab c\): 'abc' is not in the vocabulary"):
+        ByteLevelBPETokenizer(["a", "b", "c", "ab"], [("a", "b"), ("ab", "c")])

@@ -1,0 +1,136 @@
+"""Byte-level BPE (RoBERTa / GPT-2) tokenization in TensorFlow graph ops:
+strings `[batch]` -> int32 ragged ids `[batch, (tokens)]`, the ids of
+transformers' fast RoBERTa tokenizer with `add_special_tokens=False`.
+
+Hand-written because keras-hub's BytePairTokenizer splits with
+RegexSplitWithOffsets (a tf-text op, outside tfbert's export op rule) and
+misses GPT-2's `\\s+(?!\\S)`; this uses core ops only (regex_replace, split,
+StaticHashTable, while_loop), so a SavedModel holding it passes op_check.
+
+Steps: GPT-2 pre-tokenization (its regex rewritten without lookahead: two
+regex_replace calls mark piece starts, one split cuts there), the bytes of
+each piece mapped to GPT-2's byte-to-unicode characters, then the merges
+applied by rank to every piece at once (each round merges, in every piece,
+the leftmost occurrence of its lowest-ranked adjacent pair, which is the
+order of the Rust BPE's (rank, position) queue).
+
+Known difference: text containing NUL (U+0000, the split marker) is cut
+differently.
+
+Example:
+>>> tok = ByteLevelBPETokenizer(["a", "b", "Ġ", "ab", "Ġab"], [("a", "b"), ("Ġ", "ab")])
+>>> tok(tf.constant(["ab ab", "ba"])).to_list()
+[[3, 4], [1, 0]]
+"""
+
+import tensorflow as tf
+
+from tfbert.convert import bpe_files
+
+# Unicode White_Space as an RE2 class (RE2's \s is ASCII only).
+WHITE_SPACE = (r"\t\n\x{0b}\f\r \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}"
+               r"\x{202f}\x{205f}\x{3000}")
+MARK = "\x00"
+# GPT-2's \s+(?!\S): a white-space run before a non-space loses its last char
+# to the next piece; marked here, since RE2 has no lookahead.
+LAST_SPACE = rf"([{WHITE_SPACE}]+)([{WHITE_SPACE}])([^{WHITE_SPACE}])"
+PIECE = (rf"('s|'t|'re|'ve|'m|'ll|'d| ?\p{{L}}+| ?\p{{N}}+|"
+         rf" ?[^{WHITE_SPACE}\p{{L}}\p{{N}}{MARK}]+|[{WHITE_SPACE}]+)")
+NO_RANK = 2**31 - 1
+
+
+def bytes_to_unicode():
+    """GPT-2's map byte -> printable character (as in its encoder.py)."""
+    printable = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+                 + list(range(ord("®"), ord("ÿ") + 1)))
+    chars = {}
+    extra = 0
+    for b in range(256):
+        if b in printable:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(256 + extra)
+            extra += 1
+    return chars
+
+
+def check_merges(tokens, merges):
+    """Every merge's two pieces and its result must be tokens (one line each)."""
+    known = set(tokens)
+    for rank, (a, b) in enumerate(merges):
+        for piece in (a, b, a + b):
+            if piece not in known:
+                raise ValueError(f"merge {rank + 1} ({a} {b}): {piece!r} is not in the "
+                                 "vocabulary.")
+
+
+class ByteLevelBPETokenizer(tf.Module):
+    """`tokens` in id order, `merges` as `(a, b)` pairs by rank (see module doc)."""
+
+    def __init__(self, tokens, merges, unknown_token="<unk>", name=None):
+        super().__init__(name=name)
+        check_merges(tokens, merges)
+        self.tokens = list(tokens)
+        byte_chars = bytes_to_unicode()
+        self.byte_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+            tf.constant([bytes([b]) for b in range(256)]),
+            tf.constant([byte_chars[b] for b in range(256)])), default_value="")
+        self.rank_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+            tf.constant([f"{a} {b}" for a, b in merges] or ["\x00"]),
+            tf.range(max(len(merges), 1), dtype=tf.int32)), default_value=NO_RANK)
+        unknown_id = self.tokens.index(unknown_token) if unknown_token in self.tokens else -1
+        self.id_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+            tf.constant(self.tokens), tf.range(len(self.tokens), dtype=tf.int32)),
+            default_value=unknown_id)
+
+    @classmethod
+    def from_files(cls, vocab_json, merges_txt, **kwargs):
+        """From RoBERTa's `vocab.json` and `merges.txt`."""
+        return cls(bpe_files.read_bpe_vocab(vocab_json), bpe_files.read_merges(merges_txt),
+                   **kwargs)
+
+    def pre_tokenize(self, texts):
+        """strings `[batch]` -> GPT-2 pieces `[batch, (pieces)]` (raw UTF-8)."""
+        marked = tf.strings.regex_replace(texts, LAST_SPACE, rf"\1{MARK}\2\3")
+        marked = tf.strings.regex_replace(marked, PIECE, rf"{MARK}\1")
+        pieces = tf.strings.split(marked, sep=MARK)
+        return tf.ragged.boolean_mask(pieces, tf.strings.length(pieces) > 0)
+
+    def merge(self, symbols, word_ids, num_words):
+        """Applies the merges to flat `symbols` whose word is `word_ids`."""
+
+        def one_round(symbols, word_ids, _):
+            n = tf.shape(symbols)[0]
+            same_word = tf.concat([word_ids[1:] == word_ids[:-1], [False]], 0)
+            following = tf.concat([symbols[1:], [""]], 0)
+            ranks = self.rank_table.lookup(tf.strings.join([symbols, following], " "))
+            ranks = tf.where(same_word, ranks, NO_RANK)
+            best = tf.math.unsorted_segment_min(ranks, word_ids, num_words)
+            is_best = (ranks == tf.gather(best, word_ids)) & (ranks < NO_RANK)
+            positions = tf.range(n)
+            first = tf.math.unsorted_segment_min(tf.where(is_best, positions, n), word_ids,
+                                                 num_words)
+            starts = is_best & (positions == tf.gather(first, word_ids))
+            merged = tf.where(starts, tf.strings.join([symbols, following]), symbols)
+            keep = ~tf.concat([[False], starts[:-1]], 0)
+            return (tf.boolean_mask(merged, keep), tf.boolean_mask(word_ids, keep),
+                    tf.reduce_any(starts))
+
+        symbols, word_ids, _ = tf.while_loop(
+            lambda s, w, changed: changed, one_round,
+            (symbols, word_ids, tf.size(symbols) > 1),
+            shape_invariants=(tf.TensorShape([None]), tf.TensorShape([None]),
+                              tf.TensorShape([])))
+        return symbols, word_ids
+
+    def __call__(self, texts):
+        """strings `[batch]` -> int32 ragged ids `[batch, (tokens)]`."""
+        texts = tf.convert_to_tensor(texts, tf.string)
+        pieces = self.pre_tokenize(texts)
+        piece_bytes = tf.strings.bytes_split(pieces.flat_values)
+        symbols = self.byte_table.lookup(piece_bytes.flat_values)
+        num_words = piece_bytes.nrows()
+        symbols, word_ids = self.merge(symbols, piece_bytes.value_rowids(), num_words)
+        ids = tf.RaggedTensor.from_value_rowids(self.id_table.lookup(symbols), word_ids,
+                                                nrows=num_words)
+        return pieces.with_flat_values(ids).merge_dims(1, 2)

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from tfbert.export import op_check
 from tfbert.text.byte_level_bpe import ByteLevelBPETokenizer
+from tfbert.text.packer import pack_roberta_inputs
 
 
 def multilingual_lines():
@@ -94,3 +95,23 @@ def test_malformed_merges_line_names_file_and_line(bpe_dir, tmp_path):
 def test_merge_outside_vocabulary():
     with pytest.raises(ValueError, match=r"merge 2 \(ab c\): 'abc' is not in the vocabulary"):
         ByteLevelBPETokenizer(["a", "b", "c", "ab"], [("a", "b"), ("ab", "c")])
+
+
+@pytest.mark.parametrize("seq_length", [9, 16, 33])
+def test_roberta_packing_matches_transformers(tokenizer, reference, seq_length):
+    sentences = docstring_sentences(60)
+    pairs = list(zip(sentences[::2], sentences[1::2]))
+    pairs += [("ok", sentences[5]), (sentences[7], "ok"), ("Open it.", "Close it.")]
+    first = [a for a, _ in pairs]
+    second = [b for _, b in pairs]
+    got = pack_roberta_inputs(tokenizer(tf.constant(first)), tokenizer(tf.constant(second)),
+                              seq_length=seq_length, start_id=0, end_id=2, padding_id=1)
+    want = reference(first, second, truncation=True, max_length=seq_length,
+                     padding="max_length")
+    assert got["input_word_ids"].numpy().tolist() == want["input_ids"]
+    assert got["input_mask"].numpy().tolist() == want["attention_mask"]
+    single = pack_roberta_inputs(tokenizer(tf.constant(first)), seq_length=seq_length)
+    want = reference(first, truncation=True, max_length=seq_length, padding="max_length")
+    assert single["input_word_ids"].numpy().tolist() == want["input_ids"]
+    assert single["input_mask"].numpy().tolist() == want["attention_mask"]
+    assert not got["input_type_ids"].numpy().any()

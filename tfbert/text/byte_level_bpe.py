@@ -14,8 +14,8 @@ applied by rank to every piece at once (each round merges, in every piece,
 the leftmost occurrence of its lowest-ranked adjacent pair, which is the
 order of the Rust BPE's (rank, position) queue).
 
-Known difference: text containing NUL (U+0000, the split marker) is cut
-differently.
+NUL (U+0000) marks the piece starts; the text's own NULs are escaped
+around the split.
 
 Example:
 >>> tok = ByteLevelBPETokenizer(["a", "b", "Ġ", "ab", "Ġab"], [("a", "b"), ("Ġ", "ab")])
@@ -91,10 +91,18 @@ class ByteLevelBPETokenizer(tf.Module):
 
     def pre_tokenize(self, texts):
         """strings `[batch]` -> GPT-2 pieces `[batch, (pieces)]` (raw UTF-8)."""
-        marked = tf.strings.regex_replace(texts, LAST_SPACE, rf"\1{MARK}\2\3")
+        # The text's own NULs (and \x01, the escape) become two control chars
+        # (same regex class, same pieces) and come back after the split.
+        escaped = tf.strings.regex_replace(texts, "\x01", "\x01\x02")
+        escaped = tf.strings.regex_replace(escaped, "\x00", "\x01\x01")
+        marked = tf.strings.regex_replace(escaped, LAST_SPACE, rf"\1{MARK}\2\3")
         marked = tf.strings.regex_replace(marked, PIECE, rf"{MARK}\1")
         pieces = tf.strings.split(marked, sep=MARK)
-        return tf.ragged.boolean_mask(pieces, tf.strings.length(pieces) > 0)
+        pieces = tf.ragged.boolean_mask(pieces, tf.strings.length(pieces) > 0)
+        # Every \x01 starts an escape pair, so each leftmost match is one pair.
+        unescaped = tf.strings.regex_replace(pieces.flat_values, "\x01\x01", "\x00")
+        unescaped = tf.strings.regex_replace(unescaped, "\x01\x02", "\x01")
+        return pieces.with_flat_values(unescaped)
 
     def merge(self, symbols, word_ids, num_words):
         """Applies the merges to flat `symbols` whose word is `word_ids`."""

@@ -62,11 +62,18 @@ def tokenizer(bpe_dir):
     return ByteLevelBPETokenizer.from_files(bpe_dir / "vocab.json", bpe_dir / "merges.txt")
 
 
-def test_ids_match_transformers(tokenizer, reference):
+def test_ids_and_offsets_match_transformers(tokenizer, reference):
     lines = multilingual_lines() + docstring_sentences()
-    got = tokenizer(tf.constant(lines)).to_list()
-    differ = [line for line, ids in zip(lines, got)
-              if ids != reference(line, add_special_tokens=False)["input_ids"]]
+    ids = tokenizer(tf.constant(lines)).to_list()
+    same_ids, starts, ends = [x.to_list() for x in
+                              tokenizer.tokenize_with_offsets(tf.constant(lines))]
+    assert same_ids == ids
+    differ = []
+    for k, line in enumerate(lines):
+        want = reference(line, add_special_tokens=False, return_offsets_mapping=True)
+        if (ids[k] != want["input_ids"]
+                or list(zip(starts[k], ends[k])) != [tuple(o) for o in want["offset_mapping"]]):
+            differ.append(line)
     assert differ == []
 
 
@@ -75,13 +82,18 @@ def test_saved_model_passes_op_rule_and_reloads(tokenizer, tmp_path):
     module.tokenizer = tokenizer
     module.tokenize = tf.function(lambda texts: tokenizer(texts).flat_values,
                                   input_signature=[tf.TensorSpec([None], tf.string)])
+    module.offsets = tf.function(lambda texts: tokenizer.tokenize_with_offsets(texts)[1].values,
+                                 input_signature=[tf.TensorSpec([None], tf.string)])
     path = str(tmp_path / "bpe")
     tf.saved_model.save(module, path)
     op_check.check_op_rule(path)
     texts = tf.constant(["Café déjà vu:   naïve résumé, 1887!", "", "  leading\n\nspace ",
                          "nul\x00 and\x01\x00 escape"])
     want = tokenizer(texts).flat_values.numpy().tolist()
-    assert tf.saved_model.load(path).tokenize(texts).numpy().tolist() == want
+    loaded = tf.saved_model.load(path)
+    assert loaded.tokenize(texts).numpy().tolist() == want
+    want = tokenizer.tokenize_with_offsets(texts)[1].values.numpy().tolist()
+    assert loaded.offsets(texts).numpy().tolist() == want
 
 
 def test_malformed_merges_line_names_file_and_line(bpe_dir, tmp_path):

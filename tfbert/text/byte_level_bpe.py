@@ -1,6 +1,7 @@
 """Byte-level BPE (RoBERTa / GPT-2) tokenization in TensorFlow graph ops:
 strings `[batch]` -> int32 ragged ids `[batch, (tokens)]`, the ids of
-transformers' fast RoBERTa tokenizer with `add_special_tokens=False`.
+transformers' fast RoBERTa tokenizer with `add_special_tokens=False`
+(`tokenize_with_offsets` adds its character offsets).
 
 Hand-written because keras-hub's BytePairTokenizer splits with
 RegexSplitWithOffsets (a tf-text op, outside tfbert's export op rule) and
@@ -104,10 +105,11 @@ class ByteLevelBPETokenizer(tf.Module):
         unescaped = tf.strings.regex_replace(unescaped, "\x01\x02", "\x01")
         return pieces.with_flat_values(unescaped)
 
-    def merge(self, symbols, word_ids, num_words):
-        """Applies the merges to flat `symbols` whose word is `word_ids`."""
+    def merge(self, symbols, byte_lengths, word_ids, num_words):
+        """Applies the merges to flat `symbols` (of `byte_lengths` text bytes)
+        whose piece is `word_ids`."""
 
-        def one_round(symbols, word_ids, _):
+        def one_round(symbols, byte_lengths, word_ids, _):
             n = tf.shape(symbols)[0]
             same_word = tf.concat([word_ids[1:] == word_ids[:-1], [False]], 0)
             following = tf.concat([symbols[1:], [""]], 0)
@@ -120,25 +122,84 @@ class ByteLevelBPETokenizer(tf.Module):
                                                  num_words)
             starts = is_best & (positions == tf.gather(first, word_ids))
             merged = tf.where(starts, tf.strings.join([symbols, following]), symbols)
+            merged_lengths = byte_lengths + tf.where(
+                starts, tf.concat([byte_lengths[1:], [0]], 0), 0)
             keep = ~tf.concat([[False], starts[:-1]], 0)
-            return (tf.boolean_mask(merged, keep), tf.boolean_mask(word_ids, keep),
-                    tf.reduce_any(starts))
+            return (tf.boolean_mask(merged, keep), tf.boolean_mask(merged_lengths, keep),
+                    tf.boolean_mask(word_ids, keep), tf.reduce_any(starts))
 
-        symbols, word_ids, _ = tf.while_loop(
-            lambda s, w, changed: changed, one_round,
-            (symbols, word_ids, tf.size(symbols) > 1),
+        symbols, byte_lengths, word_ids, _ = tf.while_loop(
+            lambda s, b, w, changed: changed, one_round,
+            (symbols, byte_lengths, word_ids, tf.size(symbols) > 1),
             shape_invariants=(tf.TensorShape([None]), tf.TensorShape([None]),
-                              tf.TensorShape([])))
-        return symbols, word_ids
+                              tf.TensorShape([None]), tf.TensorShape([])))
+        return symbols, byte_lengths, word_ids
 
-    def __call__(self, texts):
-        """strings `[batch]` -> int32 ragged ids `[batch, (tokens)]`."""
+    def split_and_merge(self, texts):
+        """strings `[batch]` -> `(pieces, symbols, byte_lengths, word_ids)`."""
         texts = tf.convert_to_tensor(texts, tf.string)
         pieces = self.pre_tokenize(texts)
         piece_bytes = tf.strings.bytes_split(pieces.flat_values)
         symbols = self.byte_table.lookup(piece_bytes.flat_values)
-        num_words = piece_bytes.nrows()
-        symbols, word_ids = self.merge(symbols, piece_bytes.value_rowids(), num_words)
-        ids = tf.RaggedTensor.from_value_rowids(self.id_table.lookup(symbols), word_ids,
-                                                nrows=num_words)
-        return pieces.with_flat_values(ids).merge_dims(1, 2)
+        byte_lengths = tf.ones_like(symbols, tf.int32)
+        return (pieces,) + self.merge(symbols, byte_lengths, piece_bytes.value_rowids(),
+                                      piece_bytes.nrows())
+
+    def __call__(self, texts):
+        """strings `[batch]` -> int32 ragged ids `[batch, (tokens)]`."""
+        pieces, symbols, _, word_ids = self.split_and_merge(texts)
+        return by_text(self.id_table.lookup(symbols), word_ids, pieces)
+
+    def tokenize_with_offsets(self, texts):
+        """strings `[batch]` -> `(ids, starts, ends)`, int32 ragged `[batch, (tokens)]`;
+        offsets in characters of the text, as transformers' `return_offsets_mapping`
+        (a token's leading and trailing spaces trimmed off, as RoBERTa's
+        `trim_offsets`).
+
+        >>> tok = ByteLevelBPETokenizer(["a", "b", "Ġ", "ab", "Ġab"], [("a", "b"), ("Ġ", "ab")])
+        >>> [t.to_list() for t in tok.tokenize_with_offsets(tf.constant(["ab ab"]))]
+        [[[3, 4]], [[0, 3]], [[2, 5]]]
+        """
+        texts = tf.convert_to_tensor(texts, tf.string)
+        pieces, symbols, byte_lengths, word_ids = self.split_and_merge(texts)
+        ids = self.id_table.lookup(symbols)
+        # Pieces cover their text: a token's byte start is its start in all the
+        # texts joined, less its text's start there.
+        text_of_token = tf.gather(pieces.value_rowids(), word_ids)
+        text_lengths = tf.strings.length(texts)
+        text_starts = tf.cumsum(text_lengths, exclusive=True)
+        starts = tf.cumsum(byte_lengths, exclusive=True) - tf.gather(text_starts, text_of_token)
+        ends = starts + byte_lengths
+        # trim_offsets: leading / trailing spaces (Ġ, one byte each) are not in the span.
+        chars = tf.strings.length(symbols, unit="UTF8_CHAR")
+        leading = chars - tf.strings.length(tf.strings.regex_replace(symbols, "^Ġ+", ""),
+                                            unit="UTF8_CHAR")
+        trailing = chars - tf.strings.length(tf.strings.regex_replace(symbols, "Ġ+$", ""),
+                                             unit="UTF8_CHAR")
+        starts = tf.minimum(starts + leading, ends)
+        ends = tf.maximum(ends - trailing, starts)
+        # Bytes -> characters as tokenizers' converter: a start to the character
+        # holding it (a start at the text's end stays as it is), an end to the
+        # one after the character holding its last byte.
+        _, char_starts = tf.strings.unicode_decode_with_offsets(texts, "UTF-8")
+        char_table = tf.cast(char_starts, tf.int32).to_tensor(default_value=2**30)
+        token_text_length = tf.gather(text_lengths, text_of_token)
+        char_start = tf.where(starts < token_text_length,
+                              char_index(char_table, starts, text_of_token), starts)
+        char_end = char_index(char_table, tf.maximum(ends - 1, 0), text_of_token) + 1
+        return tuple(by_text(x, word_ids, pieces) for x in (ids, char_start, char_end))
+
+
+def by_text(values, word_ids, pieces):
+    """Flat token `values` of piece `word_ids` -> ragged `[batch, (tokens)]`."""
+    by_piece = tf.RaggedTensor.from_value_rowids(
+        values, word_ids, nrows=tf.size(pieces.flat_values, out_type=tf.int64))
+    return pieces.with_flat_values(by_piece).merge_dims(1, 2)
+
+
+def char_index(char_table, byte_offsets, text_ids):
+    """The character holding each byte offset (`char_table`: each text's
+    character start bytes, padded with a large value)."""
+    rows = tf.gather(char_table, text_ids)
+    return tf.cast(tf.searchsorted(rows, byte_offsets[:, None], side="right")[:, 0] - 1,
+                   tf.int32)

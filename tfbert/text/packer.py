@@ -254,3 +254,48 @@ def trim_to_longest(inputs):
     """
     longest = tf.maximum(tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=1)), 2)
     return {name: value[:, :longest] for name, value in inputs.items()}
+
+
+def pack_roberta_inputs(first, second=None, seq_length=128, start_id=0, end_id=2, padding_id=1):
+    """RoBERTa packing: `<s> a </s>` or `<s> a </s></s> b </s>`, padded with
+    `padding_id`; type ids all zero (RoBERTa has none). Too long pairs are cut
+    as transformers' `truncation=True` (longest_first): the shorter keeps its
+    length if it fits in half, else both get half and the second the odd one.
+
+    Example:
+    >>> out = pack_roberta_inputs(tf.ragged.constant([[7, 8, 9]]), tf.ragged.constant([[4]]),
+    ...                           seq_length=7)
+    >>> out["input_word_ids"].numpy().tolist()
+    [[0, 7, 8, 2, 2, 4, 2]]
+    """
+    segments = [first] if second is None else [first, second]
+    segments = [tf.cast(s, tf.int32) for s in segments]
+    lengths = [tf.cast(s.row_lengths(), tf.int32) for s in segments]
+    budget = seq_length - 2 * len(segments)
+    if budget < 0:
+        raise ValueError(f"seq_length={seq_length} is too short for {len(segments)} segment(s).")
+    if second is None:
+        kept = [tf.minimum(lengths[0], budget)]
+    else:
+        first_longer = lengths[0] > lengths[1]  # a tie counts the first as the shorter
+        short = tf.minimum(lengths[0], lengths[1])
+        long = tf.maximum(short, budget - short)
+        halves = short + long > budget
+        short = tf.where(halves, budget // 2, short)
+        long = tf.where(halves, budget // 2 + budget % 2, long)
+        kept = [tf.minimum(lengths[0], tf.where(first_longer, long, short)),
+                tf.minimum(lengths[1], tf.where(first_longer, short, long))]
+    batch = tf.shape(lengths[0])[0]
+    start, end = tf.fill([batch, 1], start_id), tf.fill([batch, 1], end_id)
+    pieces = [start]
+    for segment, count in zip(segments, kept):
+        keep = tf.ragged.range(segment.row_lengths()) < tf.cast(count, tf.int64)[:, None]
+        pieces += [end] if len(pieces) > 1 else []
+        pieces += [tf.ragged.boolean_mask(segment, keep), end]
+    tokens = tf.concat(pieces, axis=1)
+    shape = [None, seq_length]
+    return {
+        "input_word_ids": tokens.to_tensor(default_value=padding_id, shape=shape),
+        "input_mask": tf.ones_like(tokens).to_tensor(default_value=0, shape=shape),
+        "input_type_ids": tf.zeros([batch, seq_length], tf.int32),
+    }

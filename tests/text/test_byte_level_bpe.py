@@ -1,0 +1,128 @@
+"""ByteLevelBPETokenizer against transformers' fast RoBERTa tokenizer built
+from the same files (a byte-level BPE trained by HF `tokenizers` on
+standard-library docstrings), the export op rule, and bad files."""
+
+import ast
+import inspect
+import json
+import os
+import re
+
+import pytest
+import tensorflow as tf
+
+from tfbert.export import op_check
+from tfbert.text.byte_level_bpe import ByteLevelBPETokenizer
+from tfbert.text.packer import pack_roberta_inputs
+
+
+def multilingual_lines():
+    """The Unicode stress lines of test_tokenizer_parity.py (its MULTILINGUAL)."""
+    with open(os.path.join(os.path.dirname(__file__), "test_tokenizer_parity.py"),
+              encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    return next(ast.literal_eval(node.value) for node in tree.body
+                if isinstance(node, ast.Assign) and node.targets[0].id == "MULTILINGUAL")
+
+
+def docstring_sentences(limit=300):
+    import collections
+    import shutil
+    import tempfile
+
+    sentences = []
+    for module in (os, json, inspect, tempfile, collections, shutil):
+        for _, obj in inspect.getmembers(module):
+            for sentence in re.split(r"(?<=\.)\s+", inspect.getdoc(obj) or ""):
+                if sentence and sentence not in sentences:
+                    sentences.append(sentence)
+    return sentences[:limit]
+
+
+@pytest.fixture(scope="module")
+def bpe_dir(tmp_path_factory):
+    tokenizers = pytest.importorskip("tokenizers")
+    out = tmp_path_factory.mktemp("byte_level_bpe")
+    bpe = tokenizers.ByteLevelBPETokenizer()
+    bpe.train_from_iterator(docstring_sentences(2000), vocab_size=1000, min_frequency=2,
+                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    bpe.save_model(str(out))
+    return out
+
+
+@pytest.fixture(scope="module")
+def reference(bpe_dir):
+    transformers = pytest.importorskip("transformers")
+    return transformers.RobertaTokenizerFast(vocab=str(bpe_dir / "vocab.json"),
+                                             merges=str(bpe_dir / "merges.txt"))
+
+
+@pytest.fixture(scope="module")
+def tokenizer(bpe_dir):
+    return ByteLevelBPETokenizer.from_files(bpe_dir / "vocab.json", bpe_dir / "merges.txt")
+
+
+def test_ids_and_offsets_match_transformers(tokenizer, reference):
+    lines = multilingual_lines() + docstring_sentences()
+    ids = tokenizer(tf.constant(lines)).to_list()
+    same_ids, starts, ends = [x.to_list() for x in
+                              tokenizer.tokenize_with_offsets(tf.constant(lines))]
+    assert same_ids == ids
+    differ = []
+    for k, line in enumerate(lines):
+        want = reference(line, add_special_tokens=False, return_offsets_mapping=True)
+        if (ids[k] != want["input_ids"]
+                or list(zip(starts[k], ends[k])) != [tuple(o) for o in want["offset_mapping"]]):
+            differ.append(line)
+    assert differ == []
+
+
+def test_saved_model_passes_op_rule_and_reloads(tokenizer, tmp_path):
+    module = tf.Module()
+    module.tokenizer = tokenizer
+    module.tokenize = tf.function(lambda texts: tokenizer(texts).flat_values,
+                                  input_signature=[tf.TensorSpec([None], tf.string)])
+    module.offsets = tf.function(lambda texts: tokenizer.tokenize_with_offsets(texts)[1].values,
+                                 input_signature=[tf.TensorSpec([None], tf.string)])
+    path = str(tmp_path / "bpe")
+    tf.saved_model.save(module, path)
+    op_check.check_op_rule(path)
+    texts = tf.constant(["Café déjà vu:   naïve résumé, 1887!", "", "  leading\n\nspace ",
+                         "nul\x00 and\x01\x00 escape"])
+    want = tokenizer(texts).flat_values.numpy().tolist()
+    loaded = tf.saved_model.load(path)
+    assert loaded.tokenize(texts).numpy().tolist() == want
+    want = tokenizer.tokenize_with_offsets(texts)[1].values.numpy().tolist()
+    assert loaded.offsets(texts).numpy().tolist() == want
+
+
+def test_malformed_merges_line_names_file_and_line(bpe_dir, tmp_path):
+    merges = tmp_path / "merges.txt"
+    merges.write_text("#version: 0.2\nĠ t\nthe\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"merges.txt:3: a merge is two tokens"):
+        ByteLevelBPETokenizer.from_files(bpe_dir / "vocab.json", merges)
+
+
+def test_merge_outside_vocabulary():
+    with pytest.raises(ValueError, match=r"merge 2 \(ab c\): 'abc' is not in the vocabulary"):
+        ByteLevelBPETokenizer(["a", "b", "c", "ab"], [("a", "b"), ("ab", "c")])
+
+
+@pytest.mark.parametrize("seq_length", [9, 16, 33])
+def test_roberta_packing_matches_transformers(tokenizer, reference, seq_length):
+    sentences = docstring_sentences(60)
+    pairs = list(zip(sentences[::2], sentences[1::2]))
+    pairs += [("ok", sentences[5]), (sentences[7], "ok"), ("Open it.", "Close it.")]
+    first = [a for a, _ in pairs]
+    second = [b for _, b in pairs]
+    got = pack_roberta_inputs(tokenizer(tf.constant(first)), tokenizer(tf.constant(second)),
+                              seq_length=seq_length, start_id=0, end_id=2, padding_id=1)
+    want = reference(first, second, truncation=True, max_length=seq_length,
+                     padding="max_length")
+    assert got["input_word_ids"].numpy().tolist() == want["input_ids"]
+    assert got["input_mask"].numpy().tolist() == want["attention_mask"]
+    single = pack_roberta_inputs(tokenizer(tf.constant(first)), seq_length=seq_length)
+    want = reference(first, truncation=True, max_length=seq_length, padding="max_length")
+    assert single["input_word_ids"].numpy().tolist() == want["input_ids"]
+    assert single["input_mask"].numpy().tolist() == want["attention_mask"]
+    assert not got["input_type_ids"].numpy().any()

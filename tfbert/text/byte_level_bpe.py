@@ -1,0 +1,205 @@
+"""Byte-level BPE (RoBERTa / GPT-2) tokenization in TensorFlow graph ops:
+strings `[batch]` -> int32 ragged ids `[batch, (tokens)]`, the ids of
+transformers' fast RoBERTa tokenizer with `add_special_tokens=False`
+(`tokenize_with_offsets` adds its character offsets).
+
+Hand-written because keras-hub's BytePairTokenizer splits with
+RegexSplitWithOffsets (a tf-text op, outside tfbert's export op rule) and
+misses GPT-2's `\\s+(?!\\S)`; this uses core ops only (regex_replace, split,
+StaticHashTable, while_loop), so a SavedModel holding it passes op_check.
+
+Steps: GPT-2 pre-tokenization (its regex rewritten without lookahead: two
+regex_replace calls mark piece starts, one split cuts there), the bytes of
+each piece mapped to GPT-2's byte-to-unicode characters, then the merges
+applied by rank to every piece at once (each round merges, in every piece,
+the leftmost occurrence of its lowest-ranked adjacent pair, which is the
+order of the Rust BPE's (rank, position) queue).
+
+NUL (U+0000) marks the piece starts; the text's own NULs are escaped
+around the split.
+
+Example:
+>>> tok = ByteLevelBPETokenizer(["a", "b", "Ġ", "ab", "Ġab"], [("a", "b"), ("Ġ", "ab")])
+>>> tok(tf.constant(["ab ab", "ba"])).to_list()
+[[3, 4], [1, 0]]
+"""
+
+import tensorflow as tf
+
+from tfbert.convert import bpe_files
+
+# Unicode White_Space as an RE2 class (RE2's \s is ASCII only).
+WHITE_SPACE = (r"\t\n\x{0b}\f\r \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}"
+               r"\x{202f}\x{205f}\x{3000}")
+MARK = "\x00"
+# GPT-2's \s+(?!\S): a white-space run before a non-space loses its last char
+# to the next piece; marked here, since RE2 has no lookahead.
+LAST_SPACE = rf"([{WHITE_SPACE}]+)([{WHITE_SPACE}])([^{WHITE_SPACE}])"
+PIECE = (rf"('s|'t|'re|'ve|'m|'ll|'d| ?\p{{L}}+| ?\p{{N}}+|"
+         rf" ?[^{WHITE_SPACE}\p{{L}}\p{{N}}{MARK}]+|[{WHITE_SPACE}]+)")
+NO_RANK = 2**31 - 1
+
+
+def bytes_to_unicode():
+    """GPT-2's map byte -> printable character (as in its encoder.py)."""
+    printable = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+                 + list(range(ord("®"), ord("ÿ") + 1)))
+    chars = {}
+    extra = 0
+    for b in range(256):
+        if b in printable:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(256 + extra)
+            extra += 1
+    return chars
+
+
+def check_merges(tokens, merges):
+    """Every merge's two pieces and its result must be tokens (one line each)."""
+    known = set(tokens)
+    for rank, (a, b) in enumerate(merges):
+        for piece in (a, b, a + b):
+            if piece not in known:
+                raise ValueError(f"merge {rank + 1} ({a} {b}): {piece!r} is not in the "
+                                 "vocabulary.")
+
+
+class ByteLevelBPETokenizer(tf.Module):
+    """`tokens` in id order, `merges` as `(a, b)` pairs by rank (see module doc)."""
+
+    def __init__(self, tokens, merges, unknown_token="<unk>", name=None):
+        super().__init__(name=name)
+        check_merges(tokens, merges)
+        self.tokens = list(tokens)
+        byte_chars = bytes_to_unicode()
+        self.byte_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+            tf.constant([bytes([b]) for b in range(256)]),
+            tf.constant([byte_chars[b] for b in range(256)])), default_value="")
+        self.rank_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+            tf.constant([f"{a} {b}" for a, b in merges] or ["\x00"]),
+            tf.range(max(len(merges), 1), dtype=tf.int32)), default_value=NO_RANK)
+        unknown_id = self.tokens.index(unknown_token) if unknown_token in self.tokens else -1
+        self.id_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+            tf.constant(self.tokens), tf.range(len(self.tokens), dtype=tf.int32)),
+            default_value=unknown_id)
+
+    @classmethod
+    def from_files(cls, vocab_json, merges_txt, **kwargs):
+        """From RoBERTa's `vocab.json` and `merges.txt`."""
+        return cls(bpe_files.read_bpe_vocab(vocab_json), bpe_files.read_merges(merges_txt),
+                   **kwargs)
+
+    def pre_tokenize(self, texts):
+        """strings `[batch]` -> GPT-2 pieces `[batch, (pieces)]` (raw UTF-8)."""
+        # The text's own NULs (and \x01, the escape) become two control chars
+        # (same regex class, same pieces) and come back after the split.
+        escaped = tf.strings.regex_replace(texts, "\x01", "\x01\x02")
+        escaped = tf.strings.regex_replace(escaped, "\x00", "\x01\x01")
+        marked = tf.strings.regex_replace(escaped, LAST_SPACE, rf"\1{MARK}\2\3")
+        marked = tf.strings.regex_replace(marked, PIECE, rf"{MARK}\1")
+        pieces = tf.strings.split(marked, sep=MARK)
+        pieces = tf.ragged.boolean_mask(pieces, tf.strings.length(pieces) > 0)
+        # Every \x01 starts an escape pair, so each leftmost match is one pair.
+        unescaped = tf.strings.regex_replace(pieces.flat_values, "\x01\x01", "\x00")
+        unescaped = tf.strings.regex_replace(unescaped, "\x01\x02", "\x01")
+        return pieces.with_flat_values(unescaped)
+
+    def merge(self, symbols, byte_lengths, word_ids, num_words):
+        """Applies the merges to flat `symbols` (of `byte_lengths` text bytes)
+        whose piece is `word_ids`."""
+
+        def one_round(symbols, byte_lengths, word_ids, _):
+            n = tf.shape(symbols)[0]
+            same_word = tf.concat([word_ids[1:] == word_ids[:-1], [False]], 0)
+            following = tf.concat([symbols[1:], [""]], 0)
+            ranks = self.rank_table.lookup(tf.strings.join([symbols, following], " "))
+            ranks = tf.where(same_word, ranks, NO_RANK)
+            best = tf.math.unsorted_segment_min(ranks, word_ids, num_words)
+            is_best = (ranks == tf.gather(best, word_ids)) & (ranks < NO_RANK)
+            positions = tf.range(n)
+            first = tf.math.unsorted_segment_min(tf.where(is_best, positions, n), word_ids,
+                                                 num_words)
+            starts = is_best & (positions == tf.gather(first, word_ids))
+            merged = tf.where(starts, tf.strings.join([symbols, following]), symbols)
+            merged_lengths = byte_lengths + tf.where(
+                starts, tf.concat([byte_lengths[1:], [0]], 0), 0)
+            keep = ~tf.concat([[False], starts[:-1]], 0)
+            return (tf.boolean_mask(merged, keep), tf.boolean_mask(merged_lengths, keep),
+                    tf.boolean_mask(word_ids, keep), tf.reduce_any(starts))
+
+        symbols, byte_lengths, word_ids, _ = tf.while_loop(
+            lambda s, b, w, changed: changed, one_round,
+            (symbols, byte_lengths, word_ids, tf.size(symbols) > 1),
+            shape_invariants=(tf.TensorShape([None]), tf.TensorShape([None]),
+                              tf.TensorShape([None]), tf.TensorShape([])))
+        return symbols, byte_lengths, word_ids
+
+    def split_and_merge(self, texts):
+        """strings `[batch]` -> `(pieces, symbols, byte_lengths, word_ids)`."""
+        texts = tf.convert_to_tensor(texts, tf.string)
+        pieces = self.pre_tokenize(texts)
+        piece_bytes = tf.strings.bytes_split(pieces.flat_values)
+        symbols = self.byte_table.lookup(piece_bytes.flat_values)
+        byte_lengths = tf.ones_like(symbols, tf.int32)
+        return (pieces,) + self.merge(symbols, byte_lengths, piece_bytes.value_rowids(),
+                                      piece_bytes.nrows())
+
+    def __call__(self, texts):
+        """strings `[batch]` -> int32 ragged ids `[batch, (tokens)]`."""
+        pieces, symbols, _, word_ids = self.split_and_merge(texts)
+        return by_text(self.id_table.lookup(symbols), word_ids, pieces)
+
+    def tokenize_with_offsets(self, texts):
+        """strings `[batch]` -> `(ids, starts, ends)`, int32 ragged `[batch, (tokens)]`;
+        offsets in characters of the text, as transformers' `return_offsets_mapping`
+        (a token's leading and trailing spaces trimmed off, as RoBERTa's
+        `trim_offsets`).
+
+        >>> tok = ByteLevelBPETokenizer(["a", "b", "Ġ", "ab", "Ġab"], [("a", "b"), ("Ġ", "ab")])
+        >>> [t.to_list() for t in tok.tokenize_with_offsets(tf.constant(["ab ab"]))]
+        [[[3, 4]], [[0, 3]], [[2, 5]]]
+        """
+        texts = tf.convert_to_tensor(texts, tf.string)
+        pieces, symbols, byte_lengths, word_ids = self.split_and_merge(texts)
+        ids = self.id_table.lookup(symbols)
+        # Pieces cover their text: a token's byte start is its start in all the
+        # texts joined, less its text's start there.
+        text_of_token = tf.gather(pieces.value_rowids(), word_ids)
+        text_lengths = tf.strings.length(texts)
+        text_starts = tf.cumsum(text_lengths, exclusive=True)
+        starts = tf.cumsum(byte_lengths, exclusive=True) - tf.gather(text_starts, text_of_token)
+        ends = starts + byte_lengths
+        # trim_offsets: leading / trailing spaces (Ġ, one byte each) are not in the span.
+        chars = tf.strings.length(symbols, unit="UTF8_CHAR")
+        leading = chars - tf.strings.length(tf.strings.regex_replace(symbols, "^Ġ+", ""),
+                                            unit="UTF8_CHAR")
+        trailing = chars - tf.strings.length(tf.strings.regex_replace(symbols, "Ġ+$", ""),
+                                             unit="UTF8_CHAR")
+        starts = tf.minimum(starts + leading, ends)
+        ends = tf.maximum(ends - trailing, starts)
+        # Bytes -> characters as tokenizers' converter: a start to the character
+        # holding it (a start at the text's end stays as it is), an end to the
+        # one after the character holding its last byte.
+        _, char_starts = tf.strings.unicode_decode_with_offsets(texts, "UTF-8")
+        char_table = tf.cast(char_starts, tf.int32).to_tensor(default_value=2**30)
+        token_text_length = tf.gather(text_lengths, text_of_token)
+        char_start = tf.where(starts < token_text_length,
+                              char_index(char_table, starts, text_of_token), starts)
+        char_end = char_index(char_table, tf.maximum(ends - 1, 0), text_of_token) + 1
+        return tuple(by_text(x, word_ids, pieces) for x in (ids, char_start, char_end))
+
+
+def by_text(values, word_ids, pieces):
+    """Flat token `values` of piece `word_ids` -> ragged `[batch, (tokens)]`."""
+    by_piece = tf.RaggedTensor.from_value_rowids(
+        values, word_ids, nrows=tf.size(pieces.flat_values, out_type=tf.int64))
+    return pieces.with_flat_values(by_piece).merge_dims(1, 2)
+
+
+def char_index(char_table, byte_offsets, text_ids):
+    """The character holding each byte offset (`char_table`: each text's
+    character start bytes, padded with a large value)."""
+    rows = tf.gather(char_table, text_ids)
+    return tf.cast(tf.searchsorted(rows, byte_offsets[:, None], side="right")[:, 0] - 1,
+                   tf.int32)

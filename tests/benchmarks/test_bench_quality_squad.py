@@ -66,7 +66,7 @@ def small_task(data_dir):
 
 
 def test_squad_defaults_learn_and_serve(tmp_path, minilm_checkpoint, run_python):
-    """Slow (about 2 minutes): MiniLM fine-tuned on real SQuAD-format data,
+    """Slow (about 5 minutes beside another job): MiniLM fine-tuned on real SQuAD data,
     exported and served in a fresh process; the recipe alone is checked on the
     same prepared task, without training its 300 steps."""
     import csv

@@ -14,14 +14,14 @@ import pytest
 # .ci/run's schedule for two pytest-xdist workers (`--dist loadgroup
 # --no-loadscope-reorder`): a test file is one unit, so its module fixtures are
 # made once, and the units that take longest go first (longest-first keeps the
-# two workers' ends close: what is left at the end is small). The files are
-# the slowest in the last measured run (`--durations` in CI's log), slowest
+# two workers' ends close: what is left at the end is small). The files are the
+# slowest in the last landings' measurements (`--durations` in CI's log), slowest
 # first; each test of a file in SPREAD is a unit of its own (its shared setup is
 # made once across workers by tests/conftest.py's `made_once`).
 SLOWEST_FIRST = (
     "tests/test_docs.py::test_page_examples[docs/keras_workflow.md]",
     # Second, so that the other worker is busy while the first builds the docs'
-    # shared setup (tests/test_docs.py's docs_setup) instead of waiting for it.
+    # shared setup (tests/test_docs.py's docs_workdir, made_once) instead of waiting.
     "tests/benchmarks/test_bench_quality_squad.py",
     "tests/test_docs.py::test_page_examples[docs/finetuning.md]",
     "tests/test_docs.py::test_page_examples[docs/pretraining.md]",

@@ -5,8 +5,25 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import pathlib
+import sys
 
 import pytest
+
+sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # tests/fresh_python.py
+from fresh_python import python_command  # noqa: E402
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fresh_python_server(tmp_path_factory):
+    """This worker's fresh-interpreter server (tests/fresh_python.py): the
+    tests' new Python processes start with TensorFlow already imported."""
+    import fresh_python
+
+    server = fresh_python.start(str(tmp_path_factory.mktemp("fresh_python")))
+    yield
+    if server is not None:
+        server.kill()
+        server.wait()
 
 
 def minilm_path():
@@ -77,11 +94,10 @@ def run_python():
     """Runs Python source in a fresh interpreter (nothing imported, nothing
     shared with this process) and returns its stdout; fails with its stderr."""
     import subprocess
-    import sys
 
     def run(source, env=None, timeout=300):
         full_env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})}
-        proc = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True,
+        proc = subprocess.run([python_command(), "-c", source], capture_output=True, text=True,
                               env=full_env, timeout=timeout)
         if proc.returncode != 0:
             raise AssertionError(f"fresh process failed ({proc.returncode}):\n{proc.stderr[-4000:]}")

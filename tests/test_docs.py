@@ -34,6 +34,7 @@ import time
 import unittest
 
 import pytest
+from fresh_python import python_command
 
 pytestmark = pytest.mark.slow
 
@@ -56,9 +57,11 @@ SENTIMENT_COMMAND = (
 
 
 def _env():
-    bin_dir = os.path.dirname(sys.executable)
-    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2",
-            "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    # `python` is tests/fresh_python.py's shim (a new interpreter with TensorFlow
+    # imported already), then this interpreter's own bin directory.
+    path = [os.path.dirname(python_command()), os.path.dirname(sys.executable),
+            os.environ.get("PATH", "")]
+    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PATH": os.pathsep.join(path)}
 
 
 _ALREADY_RUN = {}  # command -> its stdout: identical commands run once per session

@@ -6,14 +6,14 @@ results.json with every key the issue names and a picture that
 import json
 import os
 import subprocess
-import sys
+from fresh_python import python_command
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
 def tool(name, *args):
-    return subprocess.run([sys.executable, os.path.join(ROOT, "tools", name), *args],
+    return subprocess.run([python_command(), os.path.join(ROOT, "tools", name), *args],
                           capture_output=True, text=True, cwd=ROOT, env=ENV, timeout=600)
 
 

@@ -4,11 +4,11 @@ import importlib.util
 import os
 import pathlib
 import subprocess
-import sys
 
 import pytest
 
 from tfbert import checkpoint
+from fresh_python import python_command
 
 HERE = pathlib.Path(__file__).resolve().parent
 TOOL = HERE.parents[1] / "tools" / "convert_checkpoint.py"
@@ -24,7 +24,7 @@ def make_google_dir(*args, **kwargs):
 
 def run_tool(*args):
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    return subprocess.run([sys.executable, str(TOOL), *args], capture_output=True, text=True,
+    return subprocess.run([python_command(), str(TOOL), *args], capture_output=True, text=True,
                           env=env, timeout=300)
 
 

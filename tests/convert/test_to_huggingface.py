@@ -13,6 +13,7 @@ import safetensors.numpy
 
 from tfbert import BertEncoder, checkpoint
 from tfbert.convert import from_huggingface, to_huggingface
+from fresh_python import python_command
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -276,7 +277,6 @@ def test_tools_convert_roberta_and_export_it_back(bpe_tokenizer_dir, roberta_voc
     """The two tools as a user runs them: RoBERTa in, then back out, bit for bit."""
     import os
     import subprocess
-    import sys
 
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     config = transformers.RobertaConfig(vocab_size=roberta_vocab, **{
@@ -289,7 +289,7 @@ def test_tools_convert_roberta_and_export_it_back(bpe_tokenizer_dir, roberta_voc
                        ("export.py", [f"--checkpoint_dir={tmp_path / 'tfbert'}",
                                       "--format=huggingface",
                                       f"--output_dir={tmp_path / 'back'}"])):
-        proc = subprocess.run([sys.executable, os.path.join(repo, "tools", tool), *args],
+        proc = subprocess.run([python_command(), os.path.join(repo, "tools", tool), *args],
                               capture_output=True, text=True, env=env, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
     assert_same_tensors(tmp_path / "hf", tmp_path / "back")

@@ -10,7 +10,6 @@ import os
 import pathlib
 import shutil
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -24,6 +23,7 @@ from tfbert.export.openvino import export_openvino  # noqa: E402
 from tfbert.export.openvino_model import OpenVINOModel, infer  # noqa: E402
 from tfbert.export.task_model import export_task_model, load_task_model  # noqa: E402
 from tfbert.tasks.classification import ClassificationConfig, ClassificationTask  # noqa: E402
+from fresh_python import python_command
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -268,7 +268,7 @@ def test_tools_export_and_predict(tiny, tmp_path):
     saved, _ = tiny
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     ir = str(tmp_path / "sentiment" / "1")
-    run = lambda *args: subprocess.run([sys.executable, *args], capture_output=True, text=True,
+    run = lambda *args: subprocess.run([python_command(), *args], capture_output=True, text=True,
                                        env=env, cwd=REPO, timeout=300)
     done = run("tools/export.py", "--format=openvino", f"--saved_model_dir={saved}",
                f"--output_dir={ir}")

@@ -6,7 +6,7 @@ fresh process where `openvino` and `openvino_tokenizers` cannot be imported.
 
 import os
 import subprocess
-import sys
+from fresh_python import python_command
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Runs a tool as `python tools/<name>.py` would, with the extra's packages hidden.
@@ -20,7 +20,7 @@ HINT = 'OpenVINO export and serving need the openvino extra (pip install -e ".[o
 
 
 def run_without_openvino(*args):
-    return subprocess.run([sys.executable, "-c", WITHOUT_OPENVINO, *args], cwd=REPO,
+    return subprocess.run([python_command(), "-c", WITHOUT_OPENVINO, *args], cwd=REPO,
                           capture_output=True, text=True, timeout=300,
                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
 

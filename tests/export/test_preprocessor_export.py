@@ -4,11 +4,11 @@ import json
 import os
 import re
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from fresh_python import python_command
 
 from tfbert.export.op_check import check_op_rule
 from tfbert.export.preprocessor import export_preprocessor, load_preprocessor
@@ -78,7 +78,7 @@ print(json.dumps({{"single": out, "pairs": pairs, "tokens": tok.to_list(), "rank
                   "special": {{k: int(v) for k, v in m.get_special_tokens_dict().items()}},
                   "signatures": sorted(m.signatures)}}))
 """
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+    result = subprocess.run([python_command(), "-c", script], capture_output=True, text=True,
                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), cwd=str(tmp_path))
     assert result.returncode == 0, result.stderr[-3000:]
     got = json.loads(result.stdout.strip().splitlines()[-1])
@@ -130,7 +130,7 @@ def test_export_tool_and_check(exported, uncased_vocab_file, tmp_path):
     (ckpt / "config.json").write_text(json.dumps({"format": "tfbert-checkpoint", "lower_case": True}))
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     out_dir = tmp_path / "out"
-    run = lambda *args: subprocess.run([sys.executable, os.path.join(REPO, "tools", "export.py"), *args],
+    run = lambda *args: subprocess.run([python_command(), os.path.join(REPO, "tools", "export.py"), *args],
                                        capture_output=True, text=True, env=env)
     result = run(f"--checkpoint_dir={ckpt}", "--kind=preprocessor", "--format=saved_model",
                  f"--output_dir={out_dir}", "--seq_length=16")
@@ -304,7 +304,7 @@ def test_export_tool_on_a_full_filesystem(exported, uncased_vocab_file, small_fi
     (ckpt / "vocab.txt").write_bytes(open(uncased_vocab_file, "rb").read())
     (ckpt / "config.json").write_text(json.dumps({"format": "tfbert-checkpoint", "lower_case": True}))
     result = subprocess.run(
-        [sys.executable, os.path.join(REPO, "tools", "export.py"), f"--checkpoint_dir={ckpt}",
+        [python_command(), os.path.join(REPO, "tools", "export.py"), f"--checkpoint_dir={ckpt}",
          "--kind=preprocessor", f"--output_dir={out_dir}", "--seq_length=24"],
         capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     assert result.returncode == 1, result.stderr[-3000:]

@@ -6,7 +6,6 @@ import base64
 import json
 import os
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,6 +16,7 @@ from tfbert.export import serving
 from tfbert.export.op_check import check_op_rule
 from tfbert.export.task_model import load_task_model
 from tfbert.tasks.classification import ClassificationConfig, ClassificationTask
+from fresh_python import python_command
 
 TEXTS = ["A wonderful, moving film.", "Dull and far too long.", "Ürgüp is lovely!"]
 
@@ -50,7 +50,7 @@ def cli(*args):
             "from tensorflow.python.tools import saved_model_cli\n"
             "sys.argv = ['saved_model_cli'] + sys.argv[1:]\n"
             "saved_model_cli.main()\n")
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+    return subprocess.run([python_command(), "-c", code, *args], capture_output=True, text=True,
                           timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
 
 
@@ -141,7 +141,7 @@ def test_predict_tool_prints_no_traceback_for_bad_ids(served, tmp_path):
         "input_word_ids": [[101, -1, 102]], "input_mask": [[1, 1, 1]],
         "input_type_ids": [[0, 0, 0]]}}))
     tool = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "predict.py")
-    proc = subprocess.run([sys.executable, tool, f"--saved_model_dir={path}",
+    proc = subprocess.run([python_command(), tool, f"--saved_model_dir={path}",
                            f"--request={request}"], capture_output=True, text=True, timeout=300,
                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
     assert proc.returncode == 1

@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from tfbert import BertConfig, BertEncoder, BertPreprocessor
 from tfbert.export.tflite import export_text_tflite
+from fresh_python import python_command
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -163,12 +164,11 @@ def test_export_tool_tflite_text_flags_need_tflite_text_input(tmp_path, flag, me
     import json
     import os
     import subprocess
-    import sys
 
     (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhi\n")
     (tmp_path / "config.json").write_text(json.dumps({"format": "tfbert-checkpoint"}))
     result = subprocess.run(
-        [sys.executable, str(HERE.parent.parent / "tools" / "export.py"),
+        [python_command(), str(HERE.parent.parent / "tools" / "export.py"),
          f"--checkpoint_dir={tmp_path}", "--kind=encoder", "--format=saved_model",
          f"--output_dir={tmp_path / 'out'}", flag],
         capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))

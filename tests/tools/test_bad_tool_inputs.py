@@ -7,9 +7,9 @@ Slow: every case starts a Python process that imports TensorFlow.
 import os
 import pathlib
 import subprocess
-import sys
 
 import pytest
+from fresh_python import python_command
 
 ROOT = pathlib.Path(__file__).parents[2]
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
@@ -109,7 +109,7 @@ def test_tool_bad_input_is_one_clear_line(name, tmp_path):
     import re
 
     tool, flags, pattern = case(tmp_path, name)
-    result = subprocess.run([sys.executable, str(ROOT / "tools" / tool), *flags], env=ENV,
+    result = subprocess.run([python_command(), str(ROOT / "tools" / tool), *flags], env=ENV,
                             capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert result.returncode != 0, result.stdout[-2000:]
     assert "Traceback" not in result.stderr + result.stdout, result.stderr[-3000:]
@@ -133,7 +133,7 @@ def test_feature_extraction_with_only_seq_length_exports(tmp_path):
                                                               num_layers=4)),
                            preprocessor=pre).save_pretrained(str(tmp_path / "ckpt"))
     (tmp_path / "fe.yaml").write_text("task:\n  seq_length: 32\n")
-    result = subprocess.run([sys.executable, str(ROOT / "tools" / "finetune.py"),
+    result = subprocess.run([python_command(), str(ROOT / "tools" / "finetune.py"),
                              "--task=feature_extraction", f"--config={tmp_path / 'fe.yaml'}",
                              f"--init_checkpoint={ckpt}", f"--model_dir={tmp_path / 'run'}"],
                             env=ENV, capture_output=True, text=True, timeout=300, cwd=tmp_path)

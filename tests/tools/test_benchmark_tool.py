@@ -4,9 +4,9 @@ bad flags in one line before measuring anything."""
 import importlib
 import pathlib
 import subprocess
-import sys
 
 from tools import benchmark
+from fresh_python import python_command
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -30,7 +30,7 @@ def test_every_shared_module_imports():
 
 
 def test_unknown_benchmark_is_one_line_error():
-    result = subprocess.run([sys.executable, "tools/benchmark.py", "--what=encoder,nope"],
+    result = subprocess.run([python_command(), "tools/benchmark.py", "--what=encoder,nope"],
                             cwd=ROOT, capture_output=True, text=True)
     assert result.returncode != 0
     assert "benchmark: error: unknown benchmark(s) ['nope']" in result.stderr

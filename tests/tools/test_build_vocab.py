@@ -3,9 +3,9 @@ a one-line error with exit code 1. (The learning: tests/text/test_vocab_building
 
 import os
 import subprocess
-import sys
 
 from tfbert.text import load_vocab
+from fresh_python import python_command
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -17,7 +17,7 @@ def test_build_vocab_tool(tmp_path):
     config = tmp_path / "vocab.yaml"
     config.write_text(f"input_files: {corpus}\nvocab_size: 500\nlower_case: false\n")
     result = subprocess.run(
-        [sys.executable, os.path.join(REPO, "tools", "build_vocab.py"), f"--config={config}",
+        [python_command(), os.path.join(REPO, "tools", "build_vocab.py"), f"--config={config}",
          f"--output_file={out}", "--set", "lower_case=true"],
         capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
     )
@@ -26,7 +26,7 @@ def test_build_vocab_tool(tmp_path):
     assert vocab.cls_id == 2 and "the" in vocab.tokens
     assert "The" not in vocab.tokens  # --set beat the YAML's lower_case: false
     bad = subprocess.run(
-        [sys.executable, os.path.join(REPO, "tools", "build_vocab.py"),
+        [python_command(), os.path.join(REPO, "tools", "build_vocab.py"),
          f"--input_files={tmp_path / 'missing*.txt'}", f"--output_file={out}"],
         capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
     )

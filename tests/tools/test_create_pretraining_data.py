@@ -4,10 +4,10 @@ import json
 import os
 import pathlib
 import subprocess
-import sys
 import warnings
 
 from tfbert import config_loader
+from fresh_python import python_command
 
 ROOT = pathlib.Path(__file__).parents[2]
 DATA = ROOT / "tests" / "data" / "pretraining"
@@ -16,7 +16,7 @@ ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
 def run(name, *flags):
-    return subprocess.run([sys.executable, str(ROOT / "tools" / name), *flags],
+    return subprocess.run([python_command(), str(ROOT / "tools" / name), *flags],
                           env=ENV, capture_output=True, text=True, timeout=300)
 
 

@@ -3,11 +3,11 @@ errors, run as a user would (subprocess)."""
 
 import os
 import subprocess
-import sys
 
 import pytest
 
 from tfbert import checkpoint
+from fresh_python import python_command
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = os.path.join(REPO, "tests", "data", "pretraining")
@@ -15,7 +15,7 @@ DATA = os.path.join(REPO, "tests", "data", "pretraining")
 
 def tool(*args):
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    return subprocess.run([sys.executable, os.path.join(REPO, "tools", "distill.py"), *args],
+    return subprocess.run([python_command(), os.path.join(REPO, "tools", "distill.py"), *args],
                           capture_output=True, text=True, timeout=300, env=env)
 
 

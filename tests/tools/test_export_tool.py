@@ -4,11 +4,11 @@
 import json
 import os
 import subprocess
-import sys
 
 import keras
 import numpy as np
 import pytest
+from fresh_python import python_command
 
 from tfbert import BertConfig, BertEncoder
 from tfbert.models.pretrainer import BertPretrainer
@@ -17,7 +17,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def export_tool(*args):
-    proc = subprocess.run([sys.executable, os.path.join(REPO, "tools", "export.py"), *args],
+    proc = subprocess.run([python_command(), os.path.join(REPO, "tools", "export.py"), *args],
                           capture_output=True, text=True, timeout=300,
                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
     return proc

@@ -5,9 +5,9 @@ configs and bad data exit with a clear message."""
 import json
 import os
 import subprocess
-import sys
 
 import pytest
+from fresh_python import python_command
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOL = os.path.join(ROOT, "tools", "finetune.py")
@@ -15,7 +15,7 @@ TOOL = os.path.join(ROOT, "tools", "finetune.py")
 
 def run_tool(*args, timeout=600):
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    return subprocess.run([sys.executable, TOOL, *args], capture_output=True, text=True,
+    return subprocess.run([python_command(), TOOL, *args], capture_output=True, text=True,
                           cwd=ROOT, env=env, timeout=timeout)
 
 

@@ -4,16 +4,16 @@ itself: tests/text/test_vocab_extension.py.)"""
 
 import pathlib
 import subprocess
-import sys
 
 from tfbert import checkpoint
 from tfbert.models.pretrainer import BertPretrainer
+from fresh_python import python_command
 
 TOOL = pathlib.Path(__file__).parents[2] / "tools" / "extend_vocab.py"
 
 
 def extend_vocab(*args):
-    return subprocess.run([sys.executable, str(TOOL), *args], capture_output=True, text=True,
+    return subprocess.run([python_command(), str(TOOL), *args], capture_output=True, text=True,
                           timeout=300)
 
 

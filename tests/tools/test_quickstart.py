@@ -13,6 +13,7 @@ import sys
 
 import numpy as np
 import pytest
+from fresh_python import python_command
 
 ROOT = pathlib.Path(__file__).parents[2]
 
@@ -24,7 +25,8 @@ def test_main_job_writes_every_artifact_and_beats_its_baselines(tmp_path):
                              "--epochs=2"], capture_output=True, text=True, timeout=1500,
                             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2",
                                  # the script's `python` is this interpreter, venv or not
-                                 "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"})
+                                 "PATH": f"{os.path.dirname(python_command())}:"
+                                         f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"})
     assert result.returncode == 0, result.stderr[-3000:]
     for number in range(1, 7):  # progress: each step announced
         assert f"== {number}. " in result.stdout
@@ -64,7 +66,7 @@ def test_main_job_writes_every_artifact_and_beats_its_baselines(tmp_path):
 ])
 def test_a_bad_training_flag_is_one_line_before_any_work(tmp_path, flag, message):
     out = tmp_path / "quickstart"
-    result = subprocess.run([sys.executable, str(ROOT / "tools" / "quickstart.py"), flag,
+    result = subprocess.run([python_command(), str(ROOT / "tools" / "quickstart.py"), flag,
                              f"--output_dir={out}"], capture_output=True, text=True, timeout=300,
                             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
     assert result.returncode == 1

@@ -4,16 +4,16 @@ line and exit code 1. (The drawing, attention maps too: tests/test_visualize.py.
 
 import os
 import subprocess
-import sys
 
 import pytest
+from fresh_python import python_command
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
 def tool(name, *args):
-    return subprocess.run([sys.executable, os.path.join(ROOT, "tools", name), *args],
+    return subprocess.run([python_command(), os.path.join(ROOT, "tools", name), *args],
                           capture_output=True, text=True, cwd=ROOT, env=ENV, timeout=600)
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert.encoder import INPUT_NAMES, BertEncoder
+from tfbert.train.optimizer import build_before_fit
 
 
 def holds_text(x):
@@ -57,6 +58,7 @@ class EncoderModel(keras.Model):
 
     def fit(self, x=None, *args, **kwargs):
         self._refuse_text(x)
+        build_before_fit(self)
         return super().fit(x, *args, **kwargs)
 
     def evaluate(self, x=None, *args, **kwargs):

@@ -21,6 +21,7 @@ from tfbert.data.batching import count_batches
 from tfbert.models.strings_model import recipe_batch_size, recipe_optimizer
 from tfbert.models.text_data import holds_ids, text_column
 from tfbert.text.packer import trim_to_longest
+from tfbert.train.optimizer import build_before_fit
 from tfbert.text.preprocessor import BertPreprocessor
 from tfbert.text.windows import (WINDOW_MODES, count_windows, pack_windows, pool_windows,
                                  window_batches)
@@ -258,6 +259,7 @@ class SentenceEncoder(keras.Model):
             training["optimizer"] = optimizer  # a second fit goes on with it
         if not loss.compiled or loss.optimizer is not optimizer:
             loss.compile(optimizer=optimizer, **training["kwargs"])
+        build_before_fit(loss)
         # shuffle=False: the rows are shuffled above, before tokenization.
         return loss.fit(data, epochs=epochs, steps_per_epoch=steps_per_epoch,
                         validation_data=validation_data, shuffle=False, **kwargs)

@@ -295,3 +295,22 @@ def optimizer_for(train, num_train_steps):
         clipnorm=train.clipnorm, epsilon=train.adam_epsilon,
         gradient_accumulation_steps=train.gradient_accumulation_steps,
         dense_gradients=train.dense_gradients)
+
+
+def build_before_fit(model):
+    """Builds `model.optimizer`'s slots for the model's trainable weights now.
+
+    Without a strategy scope, Keras 3.15 builds the optimizer inside the first
+    traced train step, and a `tf.function` whose first trace creates variables
+    is traced a second time: the whole train step's graph (tens of seconds for
+    a BERT on CPU) was built twice at the start of every `fit`. A model with a
+    layer not yet built (weights the first call makes) is left to Keras; a
+    wrapper whose layers are all built (a sentence loss around its encoder) is
+    built here."""
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is None or optimizer.built or not model.trainable_variables:
+        return
+    if not model.built and not (model.layers and all(layer.built for layer in model.layers)):
+        return
+    with model.distribute_strategy.scope():
+        optimizer.build(model.trainable_variables)

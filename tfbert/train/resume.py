@@ -23,6 +23,7 @@ import keras
 import tensorflow as tf
 
 from tfbert.train.multi_worker import WorkerBackupAndRestore, task
+from tfbert.train.optimizer import build_before_fit
 
 BACKUP_DIR = "backup"
 
@@ -153,6 +154,7 @@ def fit_resumable(model, make_dataset, callbacks, epochs, steps_per_epoch, **fit
         epoch += 1
     if epoch < epochs or not chunks:  # (a finished run still restores its weights)
         chunks.append((epoch, max(epoch, epochs), 0))
+    build_before_fit(model)
     for first, end, done in chunks:
         backup.batch_offset = done
         h = model.fit(make_dataset(first * steps_per_epoch + done), initial_epoch=first,

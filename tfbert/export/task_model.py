@@ -56,9 +56,12 @@ def export_task_model(export_dir, serve_text, serve_ids, text_inputs=("text",), 
         if not obj.built:  # e.g. a preprocessor used only through tokenize/pack
             obj.build(None)
         archive.track(obj)
-    archive.add_endpoint("serving_default", lambda inputs: serve_text(inputs), [text_spec])
-    # "serve": the endpoint `keras.layers.TFSMLayer(path)` calls by default.
-    archive.add_endpoint("serve", lambda inputs: serve_text(inputs), [text_spec])
+    text_fn = archive.add_endpoint("serving_default", lambda inputs: serve_text(inputs),
+                                   [text_spec])
+    # "serve": the endpoint `keras.layers.TFSMLayer(path)` calls by default. The
+    # same traced function (a second would trace the whole model again).
+    text_fn.get_concrete_function()
+    archive.add_endpoint("serve", text_fn)
     config = find_encoder_config(track)
     if config is not None:  # out-of-range ids: a clear error, not plausible garbage
         checked_serve_ids = serve_ids

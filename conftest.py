@@ -23,12 +23,13 @@ SLOWEST_FIRST = (
     # Second, so that the other worker is busy while the first builds the docs'
     # shared setup (tests/test_docs.py's docs_workdir, made_once) instead of waiting.
     "tests/benchmarks/test_bench_quality_squad.py",
+    "tests/tasks/test_sentence_embedding_e2e.py",
     "tests/test_docs.py::test_page_examples[docs/finetuning.md]",
     "tests/test_docs.py::test_page_examples[docs/pretraining.md]",
     "tests/test_docs.py::test_page_examples[docs/export.md]",
+    "tests/test_docs.py::test_page_examples[docs/sentence_embeddings.md]",
     "tests/test_docs.py",
     "tests/tasks/test_distillation.py",
-    "tests/tasks/test_sentence_embedding_e2e.py",
     "tests/benchmarks/common/test_bucketing.py",
     "tests/export/test_openvino.py",
     "tests/tasks/test_end_to_end.py",
@@ -77,3 +78,23 @@ def _doctest_temp_dirs(request, monkeypatch):
         import tempfile
 
         monkeypatch.setattr(tempfile, "tempdir", str(request.getfixturevalue("tmp_path")))
+
+
+# Balance, seen at every run: each pytest-xdist worker's busy time (setup, call
+# and teardown of its tests), printed after the slowest tests.
+_WORKER_SECONDS = {}
+
+
+def pytest_runtest_logreport(report):
+    node = getattr(report, "node", None)  # set on the controller under xdist
+    if node is not None:
+        worker = node.gateway.id
+        tests, seconds = _WORKER_SECONDS.get(worker, (0, 0.0))
+        _WORKER_SECONDS[worker] = (tests + (report.when == "call"), seconds + report.duration)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _WORKER_SECONDS:
+        terminalreporter.write_line("worker time: " + ", ".join(
+            f"{worker} {seconds:.0f} s over {tests} tests"
+            for worker, (tests, seconds) in sorted(_WORKER_SECONDS.items())))

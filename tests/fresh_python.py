@@ -109,8 +109,8 @@ def _run(request, fds):
     os.environ.clear()
     os.environ.update(request["env"])
     os.sched_setaffinity(0, request["affinity"])
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGPIPE):
-        signal.signal(sig, signal.SIG_DFL if sig != signal.SIGINT else signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # as Python starts (SIGPIPE stays ignored)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     mode, target, args = request["mode"], request["target"], request["args"]
     if request["unbuffered"]:
         sys.stdout.reconfigure(write_through=True)

@@ -1,3 +1,5 @@
+import os
+
 import keras
 import numpy as np
 import pytest
@@ -125,3 +127,43 @@ def test_budget_optimizer_saves_its_clock_with_its_state(tmp_path):
     again.load_weights(str(tmp_path / "state.weights.h5"))
     assert float(restored.budget_schedule.seconds_spent.numpy()) == 42.5
     assert int(restored.iterations.numpy()) == 1
+
+
+class _OptimizerState(keras.callbacks.Callback):
+    """Records whether the optimizer's slots exist when training begins,
+    i.e. before Keras traces the first train step."""
+
+    def on_train_begin(self, logs=None):
+        self.built_before_tracing = self.model.optimizer.built
+
+
+@pytest.mark.parametrize("kind", ["classifier", "sentence_loss"])
+def test_fit_builds_the_optimizer_before_the_first_trace(kind, tiny_config):
+    """A train step traced with the optimizer unbuilt creates its slots inside
+    the trace, and tf.function traces it a second time (tens of seconds for
+    MiniLM). EncoderModel.fit and SentenceEncoder.fit build them first."""
+    from tfbert import BertConfig, BertEncoder, SentenceEncoder
+    from tfbert.models.classifier import BertClassifier
+    from tfbert.text.preprocessor import BertPreprocessor
+
+    encoder = BertEncoder(tiny_config)
+    ids = {"input_word_ids": np.ones((4, 8), np.int32), "input_mask": np.ones((4, 8), np.int32),
+           "input_type_ids": np.zeros((4, 8), np.int32)}
+    state = _OptimizerState()
+    if kind == "classifier":
+        model = BertClassifier(encoder, num_classes=2)
+        model(ids)
+        model.compile(optimizer=create_optimizer(1e-3, num_train_steps=2),
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        model.fit(ids, np.array([0, 1, 0, 1]), batch_size=2, epochs=1, verbose=0,
+                  callbacks=[state])
+        assert state.built_before_tracing
+        return
+    vocab = os.path.join(os.path.dirname(__file__), "..", "data", "pretraining", "vocab.txt")
+    encoder = BertEncoder(BertConfig.from_preset("tiny", vocab_size=1931))
+    preprocessor = BertPreprocessor(vocab_file=vocab, seq_length=8)
+    model = SentenceEncoder(encoder, preprocessor=preprocessor)
+    model.compile(optimizer=keras.optimizers.AdamW(1e-3))
+    model.fit((["open a file", "read it"], ["read a file", "open it"]), batch_size=2, epochs=1,
+              verbose=0, callbacks=[state])
+    assert state.built_before_tracing

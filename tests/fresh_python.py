@@ -33,7 +33,7 @@ PRELOADED = ("numpy", "tensorflow", "keras")
 # request whose values differ runs in a real new interpreter instead.
 IMPORT_TIME_PREFIXES = ("TF_", "KERAS_", "XLA_", "OMP_", "OPENBLAS_", "MKL_", "CUDA_", "PYTHON",
                         "ONEDNN_", "DNNL_")
-IMPORT_TIME_EXCEPTIONS = {"TF_CONFIG", PYTHON_VARIABLE}
+IMPORT_TIME_EXCEPTIONS = {"TF_CONFIG"}  # read when a strategy is made, not at import
 
 
 def python_command():
@@ -173,18 +173,27 @@ def _parse(argv):
     return None  # an interactive interpreter
 
 
-def shim(real_python, argv):
-    parsed = _parse(argv)
+def _server_socket(parsed):
+    """A connection to this worker's server, or None when the request needs a
+    real interpreter (see the module doc)."""
     path = os.environ.get(SOCKET_VARIABLE)
     if parsed is None or not path or not os.path.exists(path):
-        os.execv(real_python, [real_python, *argv])
+        return None
     with open(path + ".env") as f:
         if json.load(f) != _import_time_env(os.environ):
-            os.execv(real_python, [real_python, *argv])
+            return None
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(path)
     except OSError:
+        return None
+    return conn
+
+
+def shim(real_python, argv):
+    parsed = _parse(argv)
+    conn = _server_socket(parsed)
+    if conn is None:
         os.execv(real_python, [real_python, *argv])
     mode, target, args, unbuffered = parsed
     request = {"mode": mode, "target": target, "args": args, "unbuffered": unbuffered,
@@ -196,7 +205,7 @@ def shim(real_python, argv):
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(sig, lambda number, _: os.kill(pid, number))
     line = replies.readline()
-    status = json.loads(line)["status"] if line else (signal.SIGKILL & 0x7F)
+    status = json.loads(line)["status"] if line else signal.SIGKILL  # manager gone: killed
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
         signal.signal(number, signal.SIG_DFL)

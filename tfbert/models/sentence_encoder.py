@@ -21,10 +21,10 @@ from tfbert.data.batching import count_batches
 from tfbert.models.strings_model import recipe_batch_size, recipe_optimizer
 from tfbert.models.text_data import holds_ids, text_column
 from tfbert.text.packer import trim_to_longest
-from tfbert.train.optimizer import build_before_fit
 from tfbert.text.preprocessor import BertPreprocessor
 from tfbert.text.windows import (WINDOW_MODES, count_windows, pack_windows, pool_windows,
                                  window_batches)
+from tfbert.train.optimizer import build_before_fit
 
 # Inputs above this count get a progress bar in `encode` (keras Progbar).
 PROGRESS_MIN = 10000

@@ -195,7 +195,26 @@ class _SumThenClip:
 
 @keras.saving.register_keras_serializable(package="tfbert")
 class AdamW(_SumThenClip, keras.optimizers.AdamW):
-    """Keras AdamW with gradients summed across replicas before clipping."""
+    """Keras AdamW with gradients summed across replicas before clipping, and
+    each dense update one fused op."""
+
+    def update_step(self, gradient, variable, learning_rate):
+        # Keras writes Adam's update as about a dozen ops per variable; TF's
+        # ResourceApplyAdam kernel computes the same formula in the same order
+        # (m += (g - m)(1 - b1), v += (g^2 - v)(1 - b2), var -= m lr_t /
+        # (sqrt(v) + eps), lr_t = lr sqrt(1 - b2^t) / (1 - b1^t)) in one. A
+        # BERT train step traces and runs faster (tests/train/test_optimizer.py).
+        if self.amsgrad or isinstance(gradient, tf.IndexedSlices):
+            return super().update_step(gradient, variable, learning_rate)
+        dtype = tf.as_dtype(variable.dtype)
+        step = tf.cast(self.iterations + 1, dtype)
+        beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
+        index = self._get_variable_index(variable)
+        tf.raw_ops.ResourceApplyAdam(
+            var=variable.handle, m=self._momentums[index].handle,
+            v=self._velocities[index].handle, beta1_power=tf.pow(beta_1, step),
+            beta2_power=tf.pow(beta_2, step), lr=tf.cast(learning_rate, dtype), beta1=beta_1,
+            beta2=beta_2, epsilon=tf.cast(self.epsilon, dtype), grad=tf.cast(gradient, dtype))
 
 
 @keras.saving.register_keras_serializable(package="tfbert")

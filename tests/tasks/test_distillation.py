@@ -6,18 +6,12 @@ Python; `tfbert.datasets.docstring_families`), with 20 gold sentences per class,
 The teacher is the converted all-MiniLM-L6-v2 fine-tuned on the gold
 sentences. A 2-layer student (teacher layers 0 and 5) distilled from it,
 with the unlabelled sentences as a transfer set (`transfer_file`: the
-teacher labels them, soft targets only), keeps at least 95% of the
-teacher's dev accuracy and beats the same student trained on the gold
-labels alone. The comparison is honest on steps: both students take
-exactly the same optimizer steps (explicit steps_per_epoch x epochs, same
-batch size, learning-rate schedule and seed); the distilled student sees
-more distinct sentences in them, which is the point of a transfer set. Its
-speed against the teacher is measured in benchmarks/bench_distill.py.
-
-Measured (teacher seed 1, dev accuracy 0.767; 300 student steps): students
-at seeds 1, 2, 3 scored distilled 0.750, 0.740, 0.737 (96.1-97.8% of the
-teacher) against gold-only 0.650, 0.630, 0.663. This test runs seed 1
-(README, "Smaller and faster models")."""
+teacher labels them), learns the teacher's labels and exports like any task
+model. How it compares, over seeds, with the same student trained on the
+gold labels alone at equal steps, and how much of the teacher's accuracy it
+keeps, is `python benchmarks/bench_distill.py --seeds=1,2,3`
+(docs/smaller_models.md's table): a claim about means over seeds, measured
+there, not asserted on one seed here."""
 
 import os
 
@@ -52,7 +46,10 @@ def docstring_classification(data):
 
 
 @pytest.mark.slow
-def test_distilled_student_keeps_teacher_accuracy_and_beats_gold_only(tmp_path, minilm_ckpt):
+def test_distilled_student_learns_the_teachers_labels_and_serves(tmp_path, minilm_ckpt):
+    """Over a minute: the teacher is MiniLM fine-tuned for real (a teacher that
+    knows nothing teaches nothing), then the student trains a quarter of the
+    benchmark's steps; nothing smaller shows a student taking a teacher's labels."""
     import keras
     import tensorflow as tf
 
@@ -68,33 +65,36 @@ def test_distilled_student_keeps_teacher_accuracy_and_beats_gold_only(tmp_path, 
     keras.backend.clear_session()
     student = init_student(minilm_ckpt, str(tmp_path / "student"),
                            layers=docstring_families.STUDENT_LAYERS)
-    train = TrainConfig(**docstring_families.STUDENT_TRAIN, seed=1, jit_compile=False, verbose=0)
+    train = TrainConfig(**{**docstring_families.STUDENT_TRAIN, "epochs": 1}, seed=1,
+                        jit_compile=False, verbose=0)
     distilled = finetune(
         DistillationTask(docstring_classification(data), teacher.export_dir,
                          DistillConfig(**docstring_families.DISTILL),
                          transfer_file=str(data / "transfer.txt")),
         train, str(tmp_path / "distilled"), init_checkpoint=student,
         export_dir=str(tmp_path / "distilled_export"))
-    keras.backend.clear_session()
-    gold = finetune(docstring_classification(data), train, str(tmp_path / "gold"),
-                    init_checkpoint=student)
-    print(f"dev accuracy: teacher {teacher.best_score:.3f}, distilled 2-layer student "
-          f"{distilled.best_score:.3f}, gold-only 2-layer student {gold.best_score:.3f}; "
-          f"{distilled.summary['total_steps']} student steps each")
     assert distilled.model.encoder.config.num_layers == 2
-    assert distilled.summary["total_steps"] == gold.summary["total_steps"] == 300
-    assert teacher.best_score >= 0.6  # 5 classes: far above chance, else nothing is tested
-    assert distilled.best_score >= 0.95 * teacher.best_score
-    assert distilled.best_score >= gold.best_score + 0.03  # 9 of 300 dev sentences
-    # The student exports like any task model: strings in, labels out, and the
-    # export scores the dev file as the trained model did.
-    serve = load_task_model(distilled.export_dir).signatures["serving_default"]
+    assert distilled.summary["total_steps"] == 75
+
+    # The student's export and the teacher's, on the dev sentences: strings in, labels out.
     dev, labels = distilled.task.task.read(str(data / "dev.tsv"))
-    predicted = np.concatenate([serve(text=tf.constant(dev.text[i:i + 64]))["label"].numpy()
-                                for i in range(0, len(dev.text), 64)])
     names = np.array(distilled.task.label_list)
-    accuracy = float(np.mean([p.decode() for p in predicted] == names[labels]))
-    assert abs(accuracy - distilled.best_score) <= 1 / len(labels)
+
+    def served(export_dir):
+        serve = load_task_model(export_dir).signatures["serving_default"]
+        return np.array([p.decode() for i in range(0, len(dev.text), 64) for p in
+                         serve(text=tf.constant(dev.text[i:i + 64]))["label"].numpy()])
+
+    student_labels, teacher_labels = served(distilled.export_dir), served(teacher.export_dir)
+    accuracy = float(np.mean(student_labels == names[labels]))
+    agreement = float(np.mean(student_labels == teacher_labels))
+    print(f"dev accuracy: teacher {teacher.best_score:.3f}, distilled 2-layer student "
+          f"{distilled.best_score:.3f} (served {accuracy:.3f}), agreeing with the teacher on "
+          f"{agreement:.3f}")
+    assert teacher.best_score >= 0.6  # 5 classes: far above chance, else nothing is tested
+    assert abs(accuracy - distilled.best_score) <= 1 / len(labels)  # the export is the model
+    assert accuracy >= 0.5
+    assert agreement >= 0.6
 
 
 def test_transfer_file_reads_lines_or_the_task_format(tmp_path):

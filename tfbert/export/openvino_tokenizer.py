@@ -38,7 +38,7 @@ TRIE_BLOCK_UNITS = 256
 def reference_charsmap(lower_case):
     """tfbert's per-character normalization as a SentencePiece precompiled
     charsmap: `<uint32 trie bytes><darts-clone trie><NUL-terminated outputs>`.
-    About 20 s to build (a million codepoints); cached per casing."""
+    A few seconds to build (a million codepoints); cached per casing."""
     from tfbert.export.tflite_normalizer import build_trie, character_map
 
     mapping = character_map(lower_case)

@@ -57,17 +57,18 @@ def character_map(lower_case):
     cased vocabularies with each character's own NFC applied first)."""
     starts, rows = build_char_table(lower_case)
     cps = np.arange(MAX_CODEPOINT + 1)
-    first = rows[np.searchsorted(starts, cps, side="right") - 1, 0]
+    row_of = np.searchsorted(starts, cps, side="right") - 1
+    first = rows[row_of, 0]
+    # Each row's output once (the ~900k deleted codepoints share a few rows):
+    # a per-codepoint lookup here took most of an OpenVINO export's time.
+    outputs = [[int(c) for c in row if c != -1] for row in rows]
     mapping = {}
-    # Vectorized for the ~900k deleted (unassigned, private use, control)
-    # codepoints; a Python loop only over the few thousand explicit rows.
-    for cp in np.flatnonzero((first != IDENTITY) & ((cps < 0xD800) | (cps > 0xDFFF))):
-        cp = int(cp)
+    for cp in np.flatnonzero((first != IDENTITY) & ((cps < 0xD800) | (cps > 0xDFFF))).tolist():
         if first[cp] == PADDED:
             if not any(lo <= cp <= hi for lo, hi in CJK_RANGES):  # WordPiece splits CJK itself
                 mapping[cp] = [32, cp, 32]
         else:
-            mapping[cp] = _table_output(starts, rows, cp)
+            mapping[cp] = outputs[row_of[cp]]
     if not lower_case:
         nfc_starts, nfc_rows = build_nfc_tables()[:2]
         for start, end, row in zip(nfc_starts, list(nfc_starts[1:]) + [MAX_CODEPOINT + 1], nfc_rows):
@@ -92,7 +93,7 @@ def _table_output(starts, rows, cp):
 @functools.lru_cache(maxsize=2)
 def normalizer_model(lower_case):
     """The `FastBertNormalizerModel` flatbuffer (bytes) of the reference
-    normalization; about a second to build, cached per casing."""
+    normalization; a few seconds to build (a million codepoints), cached per casing."""
     mapping = character_map(lower_case)
     pool, offsets, keys, values = bytearray(), {}, [], []
     zero_value = 0
@@ -162,9 +163,14 @@ def build_trie(keys, values):
     lows = np.arange(256)
     bases = [0] * len(block_list)
     chunk = 0
+    # Where the last block of each label set went: the chunks before it had no
+    # room for that set then and have less now, so the search starts there
+    # (the same first fit, without rescanning ~100 chunks per block).
+    last_chunk = {}
     for block_id, content in enumerate(block_list):
-        labels = np.array([0] if content[0] == "value" else [c[0] for c in content])
-        search = chunk
+        label_set = (0,) if content[0] == "value" else tuple(c[0] for c in content)
+        labels = np.array(label_set)
+        search = max(chunk, last_chunk.get(label_set, 0))
         while True:
             positions = (search << 8) | (lows[:, None] ^ labels[None, :])
             fits = ~used[positions].any(axis=1) & ~used_bases[(search << 8) | lows]
@@ -175,6 +181,7 @@ def build_trie(keys, values):
         used[base ^ labels] = True
         used_bases[base] = True
         bases[block_id] = base
+        last_chunk[label_set] = base >> 8
         while used[chunk << 8:(chunk + 1) << 8].all():
             chunk += 1
 

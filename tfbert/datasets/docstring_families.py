@@ -84,11 +84,14 @@ def family_of(path, stdlib):
     return None
 
 
-def stdlib_docstrings():
-    """`(path, [docstring, ...])` for every standard-library source file."""
+def stdlib_docstrings(keep=None):
+    """`(path, [docstring, ...])` for every standard-library source file, or
+    for those whose path `keep(path)` accepts (the others are not parsed)."""
     stdlib = sysconfig.get_paths()["stdlib"]
     for path in sorted(glob.glob(os.path.join(stdlib, "**", "*.py"), recursive=True)):
         if any(part in SKIP for part in os.path.relpath(path, stdlib).split(os.sep)):
+            continue
+        if keep is not None and not keep(path):
             continue
         try:
             with open(path, encoding="utf-8") as f:
@@ -106,12 +109,11 @@ def family_sentences():
     (5 to 60 words, no tabs: they go into TSV rows)."""
     stdlib = sysconfig.get_paths()["stdlib"]
     by_family = collections.defaultdict(set)
-    for path, docstrings in stdlib_docstrings():
+    for path, docstrings in stdlib_docstrings(keep=lambda p: family_of(p, stdlib) is not None):
         family = family_of(path, stdlib)
-        if family:
-            for doc in docstrings:
-                by_family[family].update(s for s in sentences_of(doc)
-                                         if 5 <= len(s.split()) <= 60 and "\t" not in s)
+        for doc in docstrings:
+            by_family[family].update(s for s in sentences_of(doc)
+                                     if 5 <= len(s.split()) <= 60 and "\t" not in s)
     return {family: sorted(s) for family, s in sorted(by_family.items())}
 
 

@@ -32,11 +32,16 @@ SLOWEST_FIRST = (
     "tests/tasks/test_distillation.py",
     "tests/benchmarks/common/test_bucketing.py",
     "tests/export/test_openvino.py",
+    "tests/tools/test_quickstart.py",
+    "tests/tools/test_multi_worker_scripts.py",
+    "tests/tools/test_pretrain_e2e.py",
     "tests/tasks/test_end_to_end.py",
     "tests/benchmarks/test_bench_latency.py",
+    "tests/benchmarks/test_bench_engines.py",
     "tests/data/test_pretraining_beam.py",
     "tests/retrieval/test_corpus_encoding.py",
     "tests/benchmarks/test_bench_peers.py",
+    "tests/train/test_multi_worker.py",
 )
 SPREAD = ("tests/test_docs.py", "tests/data/test_pretraining_beam.py",
           "tests/retrieval/test_corpus_encoding.py")

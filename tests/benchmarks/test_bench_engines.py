@@ -39,6 +39,9 @@ def test_precision_of_row_names():
 
 
 def test_engine_rows_agree_with_pytorch(tmp_path):
+    """About two minutes on a 2-layer model: every engine row is built as the
+    benchmark builds it (XLA programs, a SavedModel, OpenVINO and ONNX Runtime
+    conversions), which is what the test is for."""
     model_dir = tiny_hf_dir(tmp_path / "hf")
     lines, result = bench_peers.engines(str(model_dir), repeats=1, batch=2, seq=16,
                                         use_torch_compile=False, torch_bf16=True)

@@ -48,6 +48,9 @@ def tiny_sentence_dir(out_dir):
 
 
 def test_every_engine_answers_strings_like_sentence_transformers(tmp_path, monkeypatch):
+    """About two minutes on a 2-layer model: every engine is built as the
+    benchmark builds it (TFLite conversions, XLA programs, OpenVINO) and
+    answers raw strings."""
     model_dir = tiny_sentence_dir(tmp_path / "st")
     sentences = [" ".join(WORDS[(i * 7 + k) % len(WORDS)] for k in range(3 + i % 9)) + "."
                  for i in range(40)]

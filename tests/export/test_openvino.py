@@ -138,6 +138,9 @@ def sentences(docstring_rows):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["text", "pairs", "embedding"])
 def test_fp32_outputs_match_the_saved_model(minilm_exports, sentences, name):
+    """The first of these takes minutes: `minilm_exports` writes three MiniLM
+    SavedModels and converts each; parity on the real model and 400 real
+    texts is the claim (the tiny model's checks follow below)."""
     paths, irs = minilm_exports
     texts = {"text": sentences}
     if name == "pairs":

@@ -142,6 +142,9 @@ def test_killed_worker_then_restarted_job_resumes(records, tmp_path, tf_configs)
 @pytest.mark.slow
 def test_sigterm_to_one_worker_stops_both_at_one_step_and_the_rerun_redoes_none(
         records, tmp_path, tf_configs):
+    """Two minutes: three two-worker jobs (a reference, the interrupted one and
+    its rerun), each two real processes that start TensorFlow and meet over
+    gRPC; the stop and the resume are what is tested, so no job can be skipped."""
     ref_logs, logs = tmp_path / "ref", tmp_path / "logs"
     ref_logs.mkdir(), logs.mkdir()
     codes = wait_all(start_workers(tf_configs(), records, tmp_path / "ref_run", 80, ref_logs,

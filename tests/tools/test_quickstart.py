@@ -20,6 +20,9 @@ ROOT = pathlib.Path(__file__).parents[2]
 
 @pytest.mark.slow
 def test_main_job_writes_every_artifact_and_beats_its_baselines(tmp_path):
+    """Minutes: the quickstart script is one user's first hour in one command
+    (convert MiniLM, fine-tune it and a random-init baseline, export a
+    SavedModel and TFLite, serve both); each step is what it checks."""
     out = tmp_path / "quickstart"
     result = subprocess.run(["bash", str(ROOT / "tools" / "quickstart.sh"), f"--output_dir={out}",
                              "--epochs=2"], capture_output=True, text=True, timeout=1500,

@@ -50,33 +50,18 @@ def run(init_checkpoint=None, rounds=5):
 
     from tfbert import checkpoint
     from tfbert.export.tflite import export_model_tflite, representative_inputs
-    from tfbert.tasks.classification import ClassificationTask
     from tfbert.tasks.distillation import DistillationTask
-    from tfbert.tasks.runner import TrainConfig, finetune
-    from tfbert.train.distill import DistillConfig, init_student
+    from tfbert.tasks.runner import finetune
+    from tfbert.train.distill import DistillConfig
 
     from tfbert.datasets import docstring_families as recipe
 
     work = tempfile.mkdtemp(prefix="bench_distill_")
-    data = os.path.join(work, "data")
-    sizes = recipe.build_docstring_task(data, **recipe.TASK_SIZES)
+    data, sizes, ckpt, teacher, student_ckpt = _teacher_and_student(work, init_checkpoint)
     transfer_file = os.path.join(data, "transfer.txt")
-    ckpt = init_checkpoint or _converted_minilm(work)
-
-    def task():
-        return ClassificationTask(dict(train_file=os.path.join(data, "train.tsv"),
-                                       dev_file=os.path.join(data, "dev.tsv"),
-                                       seq_length=recipe.SEQ_LENGTH))
-
-    def train(**kw):
-        return TrainConfig(**{**kw, "jit_compile": False, "verbose": 0})
-
+    task, train = _task_factory(data), _train
     rows = {}  # name -> dict(model | tflite, dev, params, size)
-    teacher = finetune(task(), train(**recipe.TEACHER_TRAIN), os.path.join(work, "teacher"),
-                       init_checkpoint=ckpt, export_dir=os.path.join(work, "teacher_export"))
     rows["teacher (MiniLM-L6, fine-tuned)"] = dict(result=teacher)
-    student_ckpt = init_student(ckpt, os.path.join(work, "student"),
-                                layers=recipe.STUDENT_LAYERS)
     distill = DistillConfig(**recipe.DISTILL)
     student_train = train(**recipe.STUDENT_TRAIN, seed=1)
     distilled = finetune(
@@ -156,29 +141,15 @@ def seeds(init_checkpoint=None, student_seeds=(1, 2, 3)):
     """Report lines: distilled against gold-only 2-layer students at each seed
     (the module docstring's `--seeds`)."""
     from benchmarks.common.seed_stats import format_seed_stats
-    from tfbert.tasks.classification import ClassificationTask
     from tfbert.tasks.distillation import DistillationTask
-    from tfbert.tasks.runner import TrainConfig, finetune
-    from tfbert.train.distill import DistillConfig, init_student
+    from tfbert.tasks.runner import finetune
+    from tfbert.train.distill import DistillConfig
 
     from tfbert.datasets import docstring_families as recipe
 
     work = tempfile.mkdtemp(prefix="bench_distill_seeds_")
-    data = os.path.join(work, "data")
-    recipe.build_docstring_task(data, **recipe.TASK_SIZES)
-    ckpt = init_checkpoint or _converted_minilm(work)
-
-    def task():
-        return ClassificationTask(dict(train_file=os.path.join(data, "train.tsv"),
-                                       dev_file=os.path.join(data, "dev.tsv"),
-                                       seq_length=recipe.SEQ_LENGTH))
-
-    def train(**kw):
-        return TrainConfig(**{**kw, "jit_compile": False, "verbose": 0})
-
-    teacher = finetune(task(), train(**recipe.TEACHER_TRAIN), os.path.join(work, "teacher"),
-                       init_checkpoint=ckpt, export_dir=os.path.join(work, "teacher_export"))
-    student_ckpt = init_student(ckpt, os.path.join(work, "student"), layers=recipe.STUDENT_LAYERS)
+    data, _, _, teacher, student_ckpt = _teacher_and_student(work, init_checkpoint)
+    task, train = _task_factory(data), _train
     lines = ["| student seed | teacher | distilled 2-layer | % of teacher | gold-only 2-layer |",
              "|---|---|---|---|---|"]
     distilled_scores, gold_scores = [], []
@@ -200,6 +171,40 @@ def seeds(init_checkpoint=None, student_seeds=(1, 2, 3)):
                   f"{format_seed_stats(gold_scores)}; distilled - gold-only "
                   f"{format_seed_stats(gaps)}; {distilled.summary['total_steps']} steps each"]
     return lines
+
+
+def _task_factory(data):
+    from tfbert.tasks.classification import ClassificationTask
+
+    from tfbert.datasets import docstring_families as recipe
+
+    return lambda: ClassificationTask(dict(train_file=os.path.join(data, "train.tsv"),
+                                           dev_file=os.path.join(data, "dev.tsv"),
+                                           seq_length=recipe.SEQ_LENGTH))
+
+
+def _train(**kw):
+    from tfbert.tasks.runner import TrainConfig
+
+    return TrainConfig(**{**kw, "jit_compile": False, "verbose": 0})
+
+
+def _teacher_and_student(work, init_checkpoint):
+    """The task's files in `work`, the fine-tuned MiniLM teacher (exported) and
+    the 2-layer student checkpoint: `(data, sizes, ckpt, teacher, student_ckpt)`."""
+    from tfbert.tasks.runner import finetune
+    from tfbert.train.distill import init_student
+
+    from tfbert.datasets import docstring_families as recipe
+
+    data = os.path.join(work, "data")
+    sizes = recipe.build_docstring_task(data, **recipe.TASK_SIZES)
+    ckpt = init_checkpoint or _converted_minilm(work)
+    teacher = finetune(_task_factory(data)(), _train(**recipe.TEACHER_TRAIN),
+                       os.path.join(work, "teacher"), init_checkpoint=ckpt,
+                       export_dir=os.path.join(work, "teacher_export"))
+    student_ckpt = init_student(ckpt, os.path.join(work, "student"), layers=recipe.STUDENT_LAYERS)
+    return data, sizes, ckpt, teacher, student_ckpt
 
 
 def _converted_minilm(work):

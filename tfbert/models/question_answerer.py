@@ -275,8 +275,16 @@ class QuestionAnswerer(StringsModel, BertSpanLabeler):
         epoch every window once, questions reshuffled, windows mixed)."""
         batch_size = int(batch_size or 32)
         model = weakref.ref(self)
-        windows_of = self._traced("windows", lambda *args: model()._windows_of(*args))
-        to_windows = lambda d: d.map(windows_of, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+
+        def windows_for(spec):
+            # One traced function per element arity and dtypes: TF 2.21's
+            # reduce_retracing fails (IndexError in most_specific_common_subtype)
+            # generalizing one function over calls with a different arity.
+            kinds = tuple(s.dtype.name for s in tf.nest.flatten(spec))
+            return self._traced(("windows", kinds), lambda *args: model()._windows_of(*args))
+
+        to_windows = lambda d: d.map(windows_for(d.element_spec),
+                                     num_parallel_calls=tf.data.AUTOTUNE).unbatch()
         if isinstance(x, tf.data.Dataset):
             if y is not None or sample_weight is not None:
                 raise ValueError("x is a tf.data.Dataset: its elements carry the answers; "
@@ -302,6 +310,7 @@ class QuestionAnswerer(StringsModel, BertSpanLabeler):
             if weights is not None:
                 parts += (weights,)
         examples = tf.data.Dataset.from_tensor_slices(parts)
+        windows_of = windows_for(examples.element_spec)
         if not shuffle:
             ds = window_stream(examples, windows_of, batch_size)
             # A known length: Keras warns "ran out of data" after a dataset of unknown length.

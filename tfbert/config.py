@@ -37,6 +37,14 @@ class BertConfig:
     train from scratch more stably at high learning rates. Released BERT
     weights are post-LN, so the converters refuse it.
 
+    `heads_per_layer` (None by default: every layer has `num_heads`): the
+    attention heads each layer keeps after head pruning
+    (`BertEncoder.prune_heads`), one count per layer, each in `[0,
+    num_heads]`; a head keeps its size, `hidden_size // num_heads`. A layer
+    with 0 heads keeps its feed-forward part; its attention adds only the
+    output projection's bias. Left out of `to_dict()` when None, so configs
+    written before it read and write unchanged.
+
     Example:
     >>> cfg = BertConfig.from_preset("tiny")
     >>> cfg.hidden_size, cfg.num_layers
@@ -60,6 +68,7 @@ class BertConfig:
     embedding_size: Optional[int] = positive(None)  # None: = hidden_size (BERT)
     share_layers: bool = False
     norm_first: bool = False  # pre-LayerNorm blocks + a final layer norm
+    heads_per_layer: Optional[tuple] = None  # None: num_heads in every layer
 
     @property
     def factorized_embeddings(self):
@@ -78,6 +87,31 @@ class BertConfig:
                 f"BertConfig.hidden_size ({self.hidden_size}) must be divisible by "
                 f"BertConfig.num_heads ({self.num_heads})."
             )
+        if self.heads_per_layer is not None:
+            self._check_heads_per_layer()
+
+    def _check_heads_per_layer(self):
+        heads = self.heads_per_layer
+        if self.share_layers:  # one block for every layer: no layer can differ
+            raise ValueError("BertConfig.heads_per_layer cannot be set with share_layers "
+                             "(one block is shared by every layer).")
+        if len(heads) != self.num_layers:
+            raise ValueError(f"BertConfig.heads_per_layer has {len(heads)} counts for "
+                             f"num_layers={self.num_layers}.")
+        for layer, count in enumerate(heads):
+            if isinstance(count, bool) or not isinstance(count, int) or not (
+                    0 <= count <= self.num_heads):
+                raise ValueError(f"BertConfig.heads_per_layer[{layer}] must be an integer in "
+                                 f"[0, num_heads={self.num_heads}], got {count!r}.")
+
+    def layer_heads(self, layer):
+        """The attention heads of layer `layer` (`num_heads` unless pruned)."""
+        return self.num_heads if self.heads_per_layer is None else self.heads_per_layer[layer]
+
+    @property
+    def head_size(self):
+        """The width of one attention head (pruning keeps it)."""
+        return self.hidden_size // self.num_heads
 
     # -- Construction -------------------------------------------------------
     @classmethod
@@ -111,7 +145,12 @@ class BertConfig:
         return type(self).from_dict({**self.to_dict(), **changes}, source="BertConfig.replace()")
 
     def to_dict(self):
-        return dataclasses.asdict(self)
+        values = dataclasses.asdict(self)
+        if values["heads_per_layer"] is None:  # configs from before it stay as they were
+            del values["heads_per_layer"]
+        else:
+            values["heads_per_layer"] = list(values["heads_per_layer"])  # YAML/JSON lists
+        return values
 
     def to_yaml(self):
         return yaml.safe_dump(self.to_dict(), sort_keys=False)

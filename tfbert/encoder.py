@@ -27,6 +27,9 @@ class BertEncoder(keras.Model):
     `[batch, heads, seq, seq]` tensor per layer). Outputs are float32 under
     any dtype policy.
 
+    `prune_heads({layer: [head, ...]})` gives a smaller encoder without those
+    attention heads (`BertConfig.heads_per_layer` counts what each layer keeps).
+
     Example:
     >>> encoder = BertEncoder(BertConfig.from_preset("tiny", vocab_size=100))
     >>> ids = np.array([[2, 7, 9, 3, 0]], "int32")
@@ -62,7 +65,8 @@ class BertEncoder(keras.Model):
         blocks = [
             TransformerBlock(
                 hidden_size=config.hidden_size,
-                num_heads=config.num_heads,
+                num_heads=config.layer_heads(i),
+                head_size=config.head_size,  # a pruned layer keeps the head size
                 intermediate_size=config.intermediate_size,
                 hidden_act=config.hidden_act,
                 dropout_rate=config.dropout_rate,
@@ -171,6 +175,38 @@ class BertEncoder(keras.Model):
 
         assign_weights({v.path: v for v in self.weights}, weights, source, "encoder")
 
+    # -- Head pruning (Michel et al. 2019; transformers' `prune_heads`) ------
+    def prune_heads(self, heads):
+        """A NEW encoder without the attention heads `heads` (`{layer: [head
+        index, ...]}`, indices among the layer's current heads, 0 ..
+        `config.layer_heads(layer) - 1`), its weights sliced copies of these:
+        each removed head's query, key and value columns and its rows of the
+        output projection go. The kept heads keep their order and size, so
+        the outputs equal this encoder's with those heads' outputs masked to
+        0. A layer may lose every head: it keeps its feed-forward part, and
+        its attention adds only the output projection's bias. This encoder
+        is left as it was (Keras keeps a built model's variables)."""
+        heads = check_heads_to_prune(self.config, heads)
+        config = self.config
+        if heads:
+            config = config.replace(heads_per_layer=tuple(
+                config.layer_heads(i) - len(heads.get(i, ())) for i in range(config.num_layers)))
+        weights = self.get_named_weights()
+        for layer, removed in heads.items():
+            keep = [h for h in range(self.config.layer_heads(layer)) if h not in removed]
+            mha = self.transformer_layers[layer].self_attention
+            # Query, key and value: kernel [hidden, heads, size], bias [heads, size];
+            # the output projection: kernel [heads, size, hidden] (its bias stays).
+            for dense in (mha._query_dense, mha._key_dense, mha._value_dense):
+                weights[dense.kernel.path] = weights[dense.kernel.path][:, keep]
+                weights[dense.bias.path] = weights[dense.bias.path][keep]
+            output_kernel = mha._output_dense.kernel.path
+            weights[output_kernel] = weights[output_kernel][keep]
+        pruned = BertEncoder(config, return_attention_probs=self.return_attention_probs,
+                             dtype=self.dtype_policy, name=self.name)
+        pruned.set_named_weights(weights, source="BertEncoder.prune_heads")
+        return pruned
+
     @classmethod
     def from_pretrained(cls, checkpoint_dir, **kwargs):
         """Loads a tfbert checkpoint directory (see `tfbert.checkpoint`)."""
@@ -180,6 +216,38 @@ class BertEncoder(keras.Model):
         encoder = cls(ckpt.config, **kwargs)
         encoder.set_named_weights(ckpt.encoder_weights(), source=ckpt.weights_path)
         return encoder
+
+
+def check_heads_to_prune(config, heads):
+    """`heads` (`{layer: [head, ...]}`) checked against `config`, as `{layer:
+    frozenset of heads}` without empty layers; one ValueError per mistake."""
+    if not isinstance(heads, dict):
+        raise TypeError(f"prune_heads takes {{layer: [head, ...]}}, got {type(heads).__name__}.")
+    if config.share_layers and heads:
+        raise ValueError("prune_heads: the layers are shared (share_layers): one block "
+                         "cannot lose heads in some layers only.")
+    checked = {}
+    for layer, indices in heads.items():
+        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not (
+                0 <= layer < config.num_layers):
+            raise ValueError(f"prune_heads: layer {layer!r} does not exist; layers are 0 .. "
+                             f"{config.num_layers - 1}.")
+        if isinstance(indices, (str, bytes)) or not hasattr(indices, "__iter__"):
+            raise ValueError(f"prune_heads: layer {layer} needs a list of head indices, got "
+                             f"{indices!r}.")
+        count = config.layer_heads(int(layer))
+        indices = list(indices)
+        for head in indices:
+            if isinstance(head, bool) or not isinstance(head, (int, np.integer)) or not (
+                    0 <= head < count):
+                raise ValueError(f"prune_heads: layer {layer} has no head {head!r}; its heads "
+                                 f"are 0 .. {count - 1}." if count else
+                                 f"prune_heads: layer {layer} has no heads left.")
+        if len(set(indices)) != len(indices):
+            raise ValueError(f"prune_heads: layer {layer} names a head twice: {indices}.")
+        if indices:
+            checked[int(layer)] = frozenset(int(h) for h in indices)
+    return checked
 
 
 def _check_inputs(inputs, config):

@@ -12,8 +12,10 @@ the layer's heads (their Section 4.1 / code `normalize_scores_by_layer`).
 The encoder has no head mask of its own yet, so `masked_outputs` runs the
 encoder's own layers and weights with the gates in between (inference only:
 no dropout; float32). With every gate at 1 its outputs equal the encoder's
-(tests/analysis/test_head_importance.py checks it to 1e-5). Pruning (heads
-really removed, a per-layer head count in the config) is not built yet.
+(tests/analysis/test_head_importance.py checks it to 1e-5). A pruned encoder
+(`BertEncoder.prune_heads`, `tfbert.analysis.head_pruning`) works too: a
+layer's row holds its kept heads first (renumbered 0, 1, ...), and the
+importance of a head it no longer has is NaN.
 
 Example:
 >>> encoder = BertEncoder(BertConfig.from_preset("tiny", vocab_size=100))
@@ -46,7 +48,7 @@ def masked_outputs(encoder, inputs, head_gates):
     attention_mask = ops.expand_dims(ops.not_equal(inputs["input_mask"], 0), axis=1)
     for i in range(config.num_layers):
         block = encoder.transformer_layers[0 if config.share_layers else i]
-        x = _block(block, x, attention_mask, head_gates[i])
+        x = _block(block, x, attention_mask, head_gates[i][:block.num_heads])
     if encoder.final_layer_norm is not None:
         x = encoder.final_layer_norm(x)
     return {"sequence_output": x, "pooled_output": encoder.pooler(x[:, 0, :])}
@@ -63,9 +65,13 @@ def head_importance(encoder, batches, loss_of, normalize=True):
     for inputs, targets in batches:
         with tf.GradientTape() as tape:
             loss = loss_of(masked_outputs(encoder, inputs, gates), targets)
-        total += np.abs(tape.gradient(loss, gates).numpy())
+        grad = tape.gradient(loss, gates)
+        if grad is not None:  # None: every head pruned away
+            total += np.abs(tf.convert_to_tensor(grad).numpy())
+    for layer in range(config.num_layers):  # heads pruned away: no importance
+        total[layer, config.layer_heads(layer):] = np.nan
     if normalize:
-        total /= np.linalg.norm(total, axis=-1, keepdims=True) + 1e-20
+        total /= np.sqrt(np.nansum(total**2, axis=-1, keepdims=True)) + 1e-20
     return total
 
 
@@ -87,13 +93,15 @@ def _attention(block, x, attention_mask, gates):
     """`TransformerBlock._attention_2d` (its weights, its -1e4 mask bias) with
     each head's attention-weighted values times its gate."""
     mha = block.self_attention
-    hidden, heads = block.hidden_size, block.num_heads
-    head_size = hidden // heads
+    hidden, heads, head_size = block.hidden_size, block.num_heads, block.head_size
+    width = heads * head_size  # = hidden unless heads were pruned
     shape = ops.shape(x)
+    if heads == 0:
+        return ops.zeros_like(x) + mha._output_dense.bias
 
     def project(dense):
-        out = ops.matmul(ops.reshape(x, (-1, hidden)), ops.reshape(dense.kernel, (hidden, hidden)))
-        out = out + ops.reshape(dense.bias, (hidden,))
+        out = ops.matmul(ops.reshape(x, (-1, hidden)), ops.reshape(dense.kernel, (hidden, width)))
+        out = out + ops.reshape(dense.bias, (width,))
         return ops.transpose(ops.reshape(out, (shape[0], shape[1], heads, head_size)),
                              (0, 2, 1, 3))
 
@@ -103,7 +111,7 @@ def _attention(block, x, attention_mask, gates):
     keep = ops.cast(ops.expand_dims(attention_mask, 1), scores.dtype)
     probs = ops.softmax(scores + (1.0 - keep) * -1e4, axis=-1)
     mixed = ops.matmul(probs, value) * ops.reshape(gates, (1, heads, 1, 1))
-    mixed = ops.reshape(ops.transpose(mixed, (0, 2, 1, 3)), (-1, hidden))
+    mixed = ops.reshape(ops.transpose(mixed, (0, 2, 1, 3)), (-1, width))
     out = mha._output_dense
-    attended = ops.matmul(mixed, ops.reshape(out.kernel, (hidden, hidden))) + out.bias
+    attended = ops.matmul(mixed, ops.reshape(out.kernel, (width, hidden))) + out.bias
     return ops.reshape(attended, shape)

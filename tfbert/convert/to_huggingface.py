@@ -113,6 +113,9 @@ def family_of(ckpt, label):
     if config.norm_first:
         raise ValueError(f"{label}: norm_first (pre-LayerNorm) blocks: no transformers BERT "
                          "family has them.")
+    if config.heads_per_layer is not None:
+        raise ValueError(f"{label}: pruned attention heads (heads_per_layer): a transformers "
+                         "config has one head count for every layer.")
     family = ckpt.huggingface.model_type if ckpt.huggingface else (
         "albert" if config.factorized_embeddings else "bert")
     if family != "albert" and (config.factorized_embeddings or config.share_layers):

@@ -23,6 +23,11 @@ class TransformerBlock(keras.layers.Layer):
     `attention_mask` is bool `[batch, seq, seq]`, True where a query may
     attend to a key.
 
+    `head_size` (default `hidden_size // num_heads`): the width of one head.
+    A pruned layer (`BertEncoder.prune_heads`) has fewer heads of the
+    unpruned size; with `num_heads=0` the attention adds only its output
+    bias and the feed-forward part runs as before.
+
     Example:
     >>> block = TransformerBlock(hidden_size=8, num_heads=2, intermediate_size=16)
     >>> tuple(block(keras.ops.ones((2, 3, 8))).shape)
@@ -40,6 +45,7 @@ class TransformerBlock(keras.layers.Layer):
         initializer_range=0.02,
         layer_norm_eps=1e-12,
         norm_first=False,
+        head_size=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -53,18 +59,23 @@ class TransformerBlock(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.layer_norm_eps = layer_norm_eps
         self.norm_first = norm_first
+        self.head_size = hidden_size // num_heads if head_size is None else head_size
 
         # === Layers ===
         init = keras.initializers.TruncatedNormal(stddev=initializer_range)
         policy = self.dtype_policy
         self.self_attention = keras.layers.MultiHeadAttention(
-            num_heads=num_heads,
-            key_dim=hidden_size // num_heads,
+            num_heads=max(num_heads, 1),
+            key_dim=self.head_size,
             dropout=attention_dropout_rate,
             kernel_initializer=init,
             dtype=policy,
             name="self_attention",
         )
+        if num_heads == 0:
+            # Keras refuses 0 heads; a layer pruned to none keeps empty
+            # projections and the output bias (checkpoints see the same names).
+            self.self_attention._num_heads = 0
         self.attention_dropout = keras.layers.Dropout(dropout_rate, dtype=policy)
         self.attention_layer_norm = LayerNorm(
             epsilon=layer_norm_eps, dtype=policy, name="attention_layer_norm"
@@ -125,15 +136,19 @@ class TransformerBlock(keras.layers.Layer):
         without XLA, level and 1.11x with it; OpenVINO 1.10x fp32, 1.11x
         bf16, 1.15x int8."""
         mha = self.self_attention
-        hidden, heads = self.hidden_size, self.num_heads
-        head_size = hidden // heads
+        hidden, heads, head_size = self.hidden_size, self.num_heads, self.head_size
+        width = heads * head_size  # = hidden unless heads were pruned
         dtype = self.compute_dtype
         shape = ops.shape(x)
+        if heads == 0:  # pruned to no heads: the output bias, and no probabilities
+            bias = ops.cast(mha._output_dense.bias, dtype)
+            probs = ops.zeros((shape[0], 0, shape[1], shape[1]), dtype)
+            return ops.zeros_like(x) + bias, probs
         flat = ops.reshape(x, (-1, hidden))
 
         def project(dense):
-            kernel = ops.cast(ops.reshape(dense.kernel, (hidden, hidden)), dtype)
-            bias = ops.cast(ops.reshape(dense.bias, (hidden,)), dtype)
+            kernel = ops.cast(ops.reshape(dense.kernel, (hidden, width)), dtype)
+            bias = ops.cast(ops.reshape(dense.bias, (width,)), dtype)
             out = ops.matmul(flat, kernel) + bias
             return ops.reshape(out, (shape[0], shape[1], heads, head_size))
 
@@ -152,9 +167,9 @@ class TransformerBlock(keras.layers.Layer):
         probs = ops.softmax(scores, axis=-1)
         mixed = ops.matmul(mha._dropout_layer(probs, training=training),
                            ops.transpose(value, (0, 2, 1, 3)))
-        mixed = ops.reshape(ops.transpose(mixed, (0, 2, 1, 3)), (-1, hidden))
+        mixed = ops.reshape(ops.transpose(mixed, (0, 2, 1, 3)), (-1, width))
         out = mha._output_dense
-        attended = (ops.matmul(mixed, ops.cast(ops.reshape(out.kernel, (hidden, hidden)), dtype))
+        attended = (ops.matmul(mixed, ops.cast(ops.reshape(out.kernel, (width, hidden)), dtype))
                     + ops.cast(out.bias, dtype))
         return ops.reshape(attended, shape), probs
 
@@ -170,5 +185,6 @@ class TransformerBlock(keras.layers.Layer):
             initializer_range=self.initializer_range,
             layer_norm_eps=self.layer_norm_eps,
             norm_first=self.norm_first,
+            head_size=self.head_size,
         )
         return config

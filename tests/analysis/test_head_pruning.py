@@ -163,6 +163,18 @@ print(json.dumps(sig(text=tf.constant({TEXTS!r}))["logits"].numpy().tolist()))
     np.testing.assert_allclose(json.loads(out.strip().splitlines()[-1]), logits, atol=1e-5)
 
 
+@pytest.mark.parametrize("name,kwargs", [("TokenClassifier", {"label_list": ["O", "B-X"]}),
+                                         ("QuestionAnswerer", {})])
+def test_other_strings_models_prune_to_their_own_class(name, kwargs):
+    import tfbert
+
+    model = getattr(tfbert, name).from_preset("tiny", vocab_file=VOCAB, seq_length=128, **kwargs)
+    pruned = model.prune_heads({1: [0]})
+    assert type(pruned) is type(model) and pruned.encoder.config.heads_per_layer == (2, 1)
+    head = model.get_layer(model.head_layer)
+    np.testing.assert_array_equal(pruned.get_layer(model.head_layer).kernel, head.kernel)
+
+
 def test_bad_input_is_one_line(setup, raises_one_line_from_tfbert, tmp_path,
                                uncased_vocab_file):
     encoder, _ = setup

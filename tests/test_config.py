@@ -99,3 +99,24 @@ def test_bad_yaml_and_missing_file(tmp_path):
 def test_unknown_preset():
     with pytest.raises(ValueError, match="Unknown preset 'huge'"):
         BertConfig.from_preset("huge")
+
+
+def test_heads_per_layer_round_trips_and_is_left_out_when_unset():
+    config = BertConfig.from_preset("tiny")
+    assert "heads_per_layer" not in config.to_dict()  # configs from before it are unchanged
+    pruned = config.replace(heads_per_layer=[2, 0])
+    assert pruned.heads_per_layer == (2, 0) and pruned.to_dict()["heads_per_layer"] == [2, 0]
+    assert BertConfig.from_dict(pruned.to_dict()) == pruned
+    assert [pruned.layer_heads(i) for i in range(2)] == [2, 0] and pruned.head_size == 64
+
+
+@pytest.mark.parametrize("changes,pattern", [
+    ({"heads_per_layer": [2]}, "has 1 counts for num_layers=2"),
+    ({"heads_per_layer": [2, 3]},
+     r"heads_per_layer\[1\] must be an integer in \[0, num_heads=2\], got 3"),
+    ({"heads_per_layer": [-1, 2]}, r"heads_per_layer\[0\] must be an integer"),
+    ({"heads_per_layer": [1, 1], "share_layers": True}, "cannot be set with share_layers"),
+])
+def test_bad_heads_per_layer_is_one_line(changes, pattern, raises_one_line_from_tfbert):
+    config = BertConfig.from_preset("tiny")
+    raises_one_line_from_tfbert(str(changes), lambda: config.replace(**changes), pattern)

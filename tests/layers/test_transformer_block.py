@@ -98,3 +98,15 @@ def test_get_config_round_trips():
                              attention_dropout_rate=0.2, layer_norm_eps=1e-6)
     again = TransformerBlock.from_config(block.get_config())
     assert again.get_config() == block.get_config()
+
+
+def test_fewer_heads_keep_their_size_and_round_trip():
+    block = TransformerBlock(HIDDEN, 1, FFN, head_size=HIDDEN // HEADS)
+    block.build((2, 3, HIDDEN))
+    assert tuple(block.self_attention._query_dense.kernel.shape) == (HIDDEN, 1, HIDDEN // HEADS)
+    again = TransformerBlock.from_config(block.get_config())
+    assert again.get_config() == block.get_config() and again.head_size == HIDDEN // HEADS
+    empty = TransformerBlock(HIDDEN, 0, FFN, head_size=HIDDEN // HEADS)  # every head pruned
+    x = keras.ops.ones((2, 3, HIDDEN))
+    out, probs = empty(x, return_attention_probs=True)
+    assert tuple(out.shape) == (2, 3, HIDDEN) and tuple(probs.shape) == (2, 0, 3, 3)

@@ -99,9 +99,10 @@ def prune_run(model_dir, fraction, export_dir, epochs=0, log=print):
         pruned.fit(texts, targets, epochs=epochs, verbose=0, seed=0)
     after = float(task.evaluate(pruned, dev)[metric]) if epochs else pruned_score
     out = export_task(task, pruned, export_dir)
+    config = pruned.encoder.config
     return {"main_metric": metric, "fraction": fraction, "epochs": epochs,
             "heads_before": count_heads(model), "heads_after": count_heads(pruned),
-            "heads_per_layer": list(pruned.encoder.config.heads_per_layer or []),
+            "heads_per_layer": [config.layer_heads(i) for i in range(config.num_layers)],
             "pruned_heads": {str(k): v for k, v in heads.items()},
             "importance": np.where(np.isnan(importance), None, importance).tolist(),
             "dev_score_before": before, "dev_score_pruned": pruned_score,

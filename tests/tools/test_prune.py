@@ -1,6 +1,7 @@
 """tools/prune.py as users run it, on a tiny tools/finetune.py run of the
-shipped sentiment data: the last line is the JSON summary and the pruned
-model is exported; a directory that is no run, or bad epochs, is one line."""
+shipped sentiment data, pruned iteratively: the last line is the JSON
+summary and the pruned model is exported; a directory that is no run, bad
+epochs or a bad step is one line."""
 
 import json
 import os
@@ -38,14 +39,15 @@ def test_prunes_a_finetune_run_and_exports(tmp_path, raises_one_line_from_tfbert
     finetuned = finetune(ClassificationTask(task_config), cfg.train, run,
                          encoder_config=random_init, vocab_file=cfg.vocab_file)
     export_dir = str(tmp_path / "pruned")
-    proc = run_tool(f"--model_dir={run}", "--fraction=0.5", f"--export_dir={export_dir}",
-                    "--epochs=1")
+    proc = run_tool(f"--model_dir={run}", "--fraction=0.5", "--step=0.25",
+                    f"--export_dir={export_dir}", "--epochs=1")
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert (summary["heads_before"], summary["heads_after"]) == (4, 2)
     assert summary["dev_score_before"] == finetuned.best_score  # the run's kept weights
     assert 0 <= summary["dev_score_after"] <= 1 and summary["export_dir"] == export_dir
-    assert sum(summary["heads_per_layer"]) == 2
+    assert sum(summary["heads_per_layer"]) == 2 and summary["step"] == 0.25
+    assert sum(len(h) for h in summary["pruned_heads"].values()) == 2
     # The export is the finetune tool's (export_task); tests/analysis/test_head_pruning.py
     # serves a pruned model's export in a fresh process.
     assert os.path.isfile(os.path.join(export_dir, "saved_model.pb"))
@@ -58,3 +60,6 @@ def test_prunes_a_finetune_run_and_exports(tmp_path, raises_one_line_from_tfbert
     raises_one_line_from_tfbert(
         "epochs", lambda: prune_run(run, 0.2, str(tmp_path / "x"), epochs=-1),
         "epochs must be an integer >= 0, got -1")
+    raises_one_line_from_tfbert(
+        "step", lambda: prune_run(run, 0.2, str(tmp_path / "x"), step=0),
+        r"step must be in \(0, 1\]")

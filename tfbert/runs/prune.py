@@ -6,8 +6,9 @@
 ranks the heads by importance on the dev file (`tfbert.analysis.
 head_importance`: Michel et al. 2019), removes the least important
 `fraction` of them (`heads_to_prune_by_importance`, all layers ranked
-together), optionally fine-tunes the smaller model again for `epochs` on the
-run's training file, scores the dev file again and exports the strings-in
+together; with `step`, iteratively: `heads_to_prune_iteratively`),
+optionally fine-tunes the smaller model again for `epochs` on the run's
+training file, scores the dev file again and exports the strings-in
 SavedModel. Returns the summary `tools/prune.py` prints: `heads_before`,
 `heads_after`, `dev_score_before`, `dev_score_after`, `export_dir`, ...
 
@@ -24,7 +25,8 @@ import numpy as np
 from tfbert import config_loader
 from tfbert.analysis.head_importance import head_importance
 from tfbert.analysis.head_pruning import (check_fraction, count_heads,
-                                          heads_to_prune_by_importance)
+                                          heads_to_prune_by_importance,
+                                          heads_to_prune_iteratively)
 from tfbert.runs.finetune import FinetuneConfig, random_init_config, task_config_of
 from tfbert.tasks import get_task
 from tfbert.train.evaluation import BEST_WEIGHTS
@@ -64,30 +66,38 @@ def load_run(model_dir):
     return task, model, task.eval_data(c.dev_file, 32)
 
 
-def importance_of(task, model, batch_size=32):
-    """`head_importance` of `model` on the task's dev file, through its own head
-    and loss (dropout off)."""
+def importance_inputs(task, model, batch_size=32):
+    """`(batches, loss_of)` of `head_importance` for `model` on the task's dev
+    file: the gated encoder's pooled output through the model's own head and
+    the task's loss (dropout off)."""
     logits_layer, loss = model.get_layer("logits"), task.loss()
 
     def loss_of(outputs, targets):
         return loss(targets, logits_layer(outputs["pooled_output"]))
 
-    batches = task.dataset(task.config.dev_file, batch_size)
-    return head_importance(model.encoder, batches, loss_of)
+    return task.dataset(task.config.dev_file, batch_size), loss_of
 
 
-def prune_run(model_dir, fraction, export_dir, epochs=0, log=print):
-    """Prunes the run in `model_dir` (module doc); returns the summary."""
+def prune_run(model_dir, fraction, export_dir, epochs=0, step=1.0, log=print):
+    """Prunes the run in `model_dir` (module doc); returns the summary.
+    `step` < `fraction`: iteratively, `step` of the heads at a time, the
+    importance scored again after each step (`heads_to_prune_iteratively`)."""
     from tfbert.tasks.runner import export_task
 
     fraction = check_fraction(fraction)
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
         raise ValueError(f"epochs must be an integer >= 0, got {epochs!r}.")
+    if not 0 < step <= 1:
+        raise ValueError(f"step must be in (0, 1], got {step!r}.")
     task, model, dev = load_run(model_dir)
     metric = task.main_metric
     before = float(task.evaluate(model, dev)[metric])
-    importance = importance_of(task, model)
-    heads = heads_to_prune_by_importance(importance, fraction)
+    batches, loss_of = importance_inputs(task, model)
+    importance = head_importance(model.encoder, batches, loss_of)
+    if step < fraction:
+        heads = heads_to_prune_iteratively(model.encoder, batches, loss_of, fraction, step)
+    else:
+        heads = heads_to_prune_by_importance(importance, fraction)
     pruned = model.prune_heads(heads)
     log(f"Pruned {sum(len(h) for h in heads.values())} of {count_heads(model)} heads: "
         f"{pruned.encoder.config.heads_per_layer}")
@@ -104,6 +114,6 @@ def prune_run(model_dir, fraction, export_dir, epochs=0, log=print):
             "heads_before": count_heads(model), "heads_after": count_heads(pruned),
             "heads_per_layer": [config.layer_heads(i) for i in range(config.num_layers)],
             "pruned_heads": {str(k): v for k, v in heads.items()},
-            "importance": np.where(np.isnan(importance), None, importance).tolist(),
+            "step": step, "importance": np.where(np.isnan(importance), None, importance).tolist(),
             "dev_score_before": before, "dev_score_pruned": pruned_score,
             "dev_score_after": after, "export_dir": out}

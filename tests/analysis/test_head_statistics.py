@@ -1,6 +1,7 @@
 """tfbert.analysis.head_statistics on the tiny encoder and the hand-annotated
 sample: the statistics equal those computed directly from the encoder's
-attention for one sentence; the fixed-offset baseline is counted by hand."""
+attention for one sentence; the fixed-offset baseline is counted by hand; a
+pruned encoder's missing heads are NaN."""
 
 import numpy as np
 
@@ -42,3 +43,19 @@ def test_statistics_match_the_attention_of_one_sentence(tiny_pair, analysis_data
 def test_punctuation_table():
     assert punctuation_ids(["[CLS]", ".", "a", ",", "##."]).tolist() == [
         False, True, False, True, False]
+
+
+def test_a_pruned_encoder_has_nan_for_its_missing_heads(tiny_pair, analysis_data):
+    encoder, pre = tiny_pair
+    sentences = read_conllu(str(analysis_data / "syntax_train.conllu"))[:4]
+    batches = lambda: sentence_batches(pre, [s.words for s in sentences], 8, 512)
+    table = punctuation_ids(pre.vocab.tokens)
+    full = attention_statistics(encoder, batches(), sentences, table)
+    pruned = attention_statistics(encoder.prune_heads({0: [1]}), batches(), sentences, table)
+    for name, values in pruned["statistics"].items():
+        assert np.isnan(values[0][1]) and not np.isnan(values[1]).any(), name
+        # Layer 0 reads the embeddings: its kept head attends as before.
+        assert np.isclose(values[0][0], full["statistics"][name][0][0], atol=1e-5), name
+    # The best head of a relation is one the encoder has (layer numbers count from 1).
+    assert all((r["layer"], r["head"]) != (1, 1) for r in pruned["relations"].values())
+    assert len(pruned["per_layer"]) == 2 and not np.isnan(pruned["per_layer"]).any()

@@ -41,7 +41,16 @@ def attention_statistics(encoder, batches, sentences, punctuation_table):
     deprels, `tfbert.analysis.conllu.ConlluSentence`); `punctuation_table`:
     bool per vocabulary id."""
     encoder = attention_encoder(encoder)
-    layers, heads = encoder.config.num_layers, encoder.config.num_heads
+    config = encoder.config
+    layers, heads = config.num_layers, config.num_heads
+    # A pruned encoder (BertConfig.heads_per_layer): its layers' heads come
+    # first, the heads it no longer has are NaN.
+    missing = np.arange(heads)[None, :] >= np.array(
+        [config.layer_heads(i) for i in range(layers)])[:, None]
+
+    def padded(p):  # [batch, layer's heads, seq, seq] -> [batch, heads, seq, seq]
+        return np.pad(p, ((0, 0), (0, heads - p.shape[1]), (0, 0), (0, 0)),
+                      constant_values=np.nan)
     sums = {name: np.zeros((layers, heads)) for name in STATISTICS}
     tokens = 0
     hits = collections.defaultdict(lambda: np.zeros((layers, heads)))
@@ -49,7 +58,7 @@ def attention_statistics(encoder, batches, sentences, punctuation_table):
     counts = collections.Counter()
     punctuation_table = tf.constant(punctuation_table)
     for inputs, word_pieces, rows in batches:
-        probs = np.stack([p.numpy() for p in encoder(inputs)["attention_probs"]], 1)
+        probs = np.stack([padded(p.numpy()) for p in encoder(inputs)["attention_probs"]], 1)
         mask = inputs["input_mask"].numpy().astype(bool)  # [b, seq]
         ids = inputs["input_word_ids"]
         punct = tf.gather(punctuation_table, ids).numpy() & mask
@@ -87,10 +96,10 @@ def attention_statistics(encoder, batches, sentences, punctuation_table):
                 hits[relation] += predicted[:, :, w] == head - 1
                 offset_hits[relation] += [w + k == head - 1 for k in OFFSETS]
     relations = {}
-    total_hits = np.zeros((layers, heads))
+    total_hits = np.where(missing, np.nan, 0.0)
     for relation in sorted(counts):
         total_hits += hits[relation]
-        accuracy = hits[relation] / counts[relation]
+        accuracy = np.where(missing, -1.0, hits[relation] / counts[relation])
         layer, head = np.unravel_index(accuracy.argmax(), accuracy.shape)
         best_offset = int(offset_hits[relation].argmax())
         relations[relation] = {
@@ -100,7 +109,10 @@ def attention_statistics(encoder, batches, sentences, punctuation_table):
     overall = total_hits / max(sum(counts.values()), 1)
     return {"statistics": {name: (value / max(tokens, 1)).tolist()
                            for name, value in sums.items()},
-            "relations": relations, "per_layer": overall.max(1).tolist(), "tokens": int(tokens)}
+            "relations": relations, "tokens": int(tokens),
+            # A layer without heads has no best head: NaN.
+            "per_layer": [float(np.nanmax(row)) if not np.isnan(row).all() else float("nan")
+                          for row in overall]}
 
 
 def punctuation_ids(vocab_tokens):

@@ -189,6 +189,23 @@ def test_other_strings_models_prune_to_their_own_class(name, kwargs):
     np.testing.assert_array_equal(pruned.get_layer(model.head_layer).kernel, head.kernel)
 
 
+def test_sentence_encoder_and_ids_models_prune_too(setup):
+    from tfbert import SentenceEncoder
+    from tfbert.models.classifier import BertClassifier
+
+    encoder, inputs = setup
+    gates = gates_of(HEADS)
+    sentence = SentenceEncoder(encoder, pooling="cls", dense_units=16)
+    pruned = sentence.prune_heads(HEADS)
+    assert type(pruned) is SentenceEncoder and pruned.encoder.config.heads_per_layer == (2, 0)
+    np.testing.assert_array_equal(pruned.get_layer("sentence_dense").kernel,
+                                  sentence.get_layer("sentence_dense").kernel)
+    classifier = BertClassifier(encoder, num_classes=3, dropout=0.0)
+    pruned = classifier.prune_heads(HEADS)
+    pooled = masked_outputs(encoder, inputs, gates)["pooled_output"]
+    np.testing.assert_allclose(pruned(inputs), classifier.get_layer("logits")(pooled), atol=1e-5)
+
+
 def test_bad_input_is_one_line(setup, raises_one_line_from_tfbert, tmp_path,
                                uncased_vocab_file):
     encoder, _ = setup

@@ -18,6 +18,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfbert.checkpoint import assign_weights
 from tfbert.encoder import INPUT_NAMES, BertEncoder
 from tfbert.train.optimizer import build_before_fit
 
@@ -89,6 +90,11 @@ class EncoderModel(keras.Model):
             name=name,
         )
 
+    def prune_heads(self, heads):
+        """A NEW model of this class without the encoder's attention heads
+        `heads` (`{layer: [head, ...]}`): `pruned_model`."""
+        return pruned_model(self, heads)
+
     def head_config(self):
         """The subclass's constructor arguments besides `encoder` and `name`."""
         return {}
@@ -102,3 +108,22 @@ class EncoderModel(keras.Model):
         config = dict(config)
         config["encoder"] = keras.layers.deserialize(config["encoder"])
         return cls(**config)
+
+
+def pruned_model(model, heads):
+    """A NEW model of `model`'s class whose encoder lacks the attention heads
+    `heads` (`{layer: [head, ...]}`, `BertEncoder.prune_heads`), with its
+    settings (its config), preprocessor and every weight outside the encoder
+    (the head, label thresholds) copied by name; compile it before `fit`. A
+    new model, not this one changed: Keras would keep the old variables in a
+    model it has built."""
+    config = {**model.get_config(), "encoder": model.encoder.prune_heads(heads)}
+    if "preprocessor" in config:
+        config["preprocessor"] = model.preprocessor  # shared: it holds no weights
+    pruned = type(model)(**config)
+    theirs = {id(v) for v in model.encoder.weights}
+    ours = {id(v) for v in pruned.encoder.weights}
+    assign_weights({v.path: v for v in pruned.weights if id(v) not in ours},
+                   {v.path: v.numpy() for v in model.weights if id(v) not in theirs},
+                   f"{type(model).__name__}.prune_heads", "head")
+    return pruned

@@ -18,6 +18,7 @@ from tfbert.layers.pooling import check_pooling, pool_tokens
 from tfbert.losses import MultipleNegativesRankingLoss
 from tfbert.losses.base import SentenceLoss
 from tfbert.data.batching import count_batches
+from tfbert.models.encoder_model import pruned_model
 from tfbert.models.strings_model import recipe_batch_size, recipe_optimizer
 from tfbert.models.text_data import holds_ids, text_column
 from tfbert.text.packer import trim_to_longest
@@ -405,6 +406,11 @@ class SentenceEncoder(keras.Model):
             source=source, sentence=self.sentence_config())
 
     # === Keras plumbing ===
+
+    def prune_heads(self, heads):
+        """A NEW model without the encoder's attention heads `heads` (`{layer:
+        [head, ...]}`): `tfbert.models.encoder_model.pruned_model`."""
+        return pruned_model(self, heads)
 
     def get_config(self):
         return {

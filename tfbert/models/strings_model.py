@@ -204,26 +204,6 @@ class StringsModel:
         and the line each failure becomes (`text_data.dataset_check_errors`)."""
         return {}
 
-    # === Head pruning ===
-
-    def prune_heads(self, heads):
-        """A NEW model of this class whose encoder lacks the attention heads
-        `heads` (`{layer: [head, ...]}`, `BertEncoder.prune_heads`), with this
-        model's settings, preprocessor and head weights; compile it before
-        `fit`. A new model, not this one changed: Keras would keep the old
-        variables in a model it has built."""
-        encoder = self.encoder.prune_heads(heads)
-        config = {**self.get_config(), "encoder": encoder, "preprocessor": self.preprocessor}
-        model = type(self)(**config)
-        # Everything outside the encoder (the head, label thresholds) is copied by name.
-        theirs = {id(v) for v in self.encoder.weights}
-        ours = {id(v) for v in model.encoder.weights}
-        checkpoint.assign_weights(
-            {v.path: v for v in model.weights if id(v) not in ours},
-            {v.path: v.numpy() for v in self.weights if id(v) not in theirs},
-            f"{type(self).__name__}.prune_heads", "head")
-        return model
-
     # === Keras plumbing ===
 
     def get_config(self):

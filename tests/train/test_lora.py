@@ -77,6 +77,16 @@ def test_rank_and_targets_errors():
     assert all(w.trainable for w in model.encoder.weights)
 
 
+def test_a_pruned_encoder_takes_adapters_where_it_has_heads():
+    model = tiny_classifier()
+    pruned = model.prune_heads({0: [0], 1: [0, 1]})  # layer 1 has no heads left
+    layers = lora.enable_lora(pruned, rank=4, targets=("query", "value", "intermediate"))
+    assert len(layers) == 4  # layer 0's query and value; both intermediate layers
+    for layer in layers:
+        layer.lora_kernel_b.assign(np.full(layer.lora_kernel_b.shape, 0.01, "float32"))
+    assert pruned(inputs()).shape == (3, 2)
+
+
 def test_finetune_with_lora_freezes_the_encoder_and_exports_merged(tmp_path, run_python):
     from tfbert.checkpoint import read_checkpoint, save_checkpoint
     from tfbert.tasks.classification import ClassificationTask

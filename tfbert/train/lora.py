@@ -82,6 +82,8 @@ def enable_lora(model, rank, targets=DEFAULT_TARGETS):
                          f"{list(TARGETS)}.")
     encoder = model.encoder
     layers = [TARGETS[t](block) for block in _blocks(encoder) for t in targets]
+    # A layer pruned to no heads has empty projections: nothing to adapt.
+    layers = [layer for layer in layers if np.prod(layer.kernel.shape)]
     largest = min(max_rank(layer) for layer in layers)
     if not 1 <= rank <= largest:
         raise ValueError(f"train.lora_rank: {rank} is not in [1, {largest}] (the largest rank "

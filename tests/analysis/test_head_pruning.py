@@ -178,7 +178,7 @@ print(json.dumps(sig(text=tf.constant({TEXTS!r}))["logits"].numpy().tolist()))
 
 
 @pytest.mark.parametrize("name,kwargs", [("TokenClassifier", {"label_list": ["O", "B-X"]}),
-                                         ("QuestionAnswerer", {})])
+                                         ("QuestionAnswerer", {}), ("CrossEncoder", {})])
 def test_other_strings_models_prune_to_their_own_class(name, kwargs):
     import tfbert
 

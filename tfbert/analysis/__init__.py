@@ -2,7 +2,8 @@
 (`layer_features`), probes trained on them beside their controls
 (`tag_probe`, `structural_probe`, `sense_probe`), the geometry of the
 layers (`geometry`), what attention heads attend to (`head_statistics`)
-and how much the loss needs each head (`head_importance`, Michel et al. 2019);
+how much the loss needs each head (`head_importance`, Michel et al. 2019)
+and which heads to remove (`head_pruning`);
 `probe_run.run_probe` is one analysis as `tools/probe.py` runs it. Inputs:
 CoNLL-U (`conllu`) and word-sense JSONL (`sense_items`).
 

@@ -86,8 +86,11 @@ def _doctest_temp_dirs(request, monkeypatch):
 
 
 # Balance, seen at every run: each pytest-xdist worker's busy time (setup, call
-# and teardown of its tests), printed after the slowest tests.
+# and teardown of its tests), printed after the slowest tests, and the test
+# files that took longest in all (where the long tail of small tests goes, which
+# the slowest-tests list does not show; SLOWEST_FIRST is ordered from it).
 _WORKER_SECONDS = {}
+_FILE_SECONDS = {}
 
 
 def pytest_runtest_logreport(report):
@@ -96,6 +99,8 @@ def pytest_runtest_logreport(report):
         worker = node.gateway.id
         tests, seconds = _WORKER_SECONDS.get(worker, (0, 0.0))
         _WORKER_SECONDS[worker] = (tests + (report.when == "call"), seconds + report.duration)
+        path = report.nodeid.split("::")[0]
+        _FILE_SECONDS[path] = _FILE_SECONDS.get(path, 0.0) + report.duration
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -103,3 +108,6 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line("worker time: " + ", ".join(
             f"{worker} {seconds:.0f} s over {tests} tests"
             for worker, (tests, seconds) in sorted(_WORKER_SECONDS.items())))
+        slowest = sorted(_FILE_SECONDS.items(), key=lambda item: -item[1])[:25]
+        terminalreporter.write_line("slowest files (worker seconds): " + ", ".join(
+            f"{path} {seconds:.0f}" for path, seconds in slowest))

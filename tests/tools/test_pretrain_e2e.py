@@ -150,7 +150,13 @@ def checksum(output):
 
 @pytest.mark.slow
 def test_sigterm_mid_epoch_saves_the_step_and_the_rerun_redoes_none(records, tmp_path):
-    extra = ("--set", "encoder.num_layers=1", "--set", "train.tensorboard=false")
+    """About a minute: three runs of the tool (the uninterrupted reference, the
+    run stopped by SIGTERM mid-epoch, its rerun), each a new process; the
+    saved step and the rerun's weights equal to the reference's are the point,
+    so none can be left out. Without XLA: its compile took longer than these
+    200 steps of a 1-layer model (the XLA path is the loss-halving test's)."""
+    extra = ("--set", "encoder.num_layers=1", "--set", "train.tensorboard=false",
+             "--nojit_compile")
     reference = subprocess.run(pretrain_flags(records, tmp_path / "ref", 200, 100, *extra),
                                env=ENV, timeout=600, capture_output=True, text=True)
     assert reference.returncode == 0, reference.stderr[-3000:]

@@ -301,8 +301,13 @@ def test_call_errors_are_one_line(tiny):
     with pytest.raises(ValueError, match=r"inputs must be \['text'\]; missing \[\], "
                                          r"unexpected \['text_b'\]"):
         model({"text": ["a"], "text_b": ["b"]})
-    with pytest.raises(TypeError, match="input 'text' must hold strings; got int 3"):
+    with pytest.raises(TypeError, match="input 'text' must hold strings; item 1 is int 3"):
         model({"text": ["a", 3]})
+    # None is refused too (it once answered a label: the search for a bad item
+    # returned None, which read as "no bad item").
+    with pytest.raises(TypeError, match="input 'text' must hold strings; item 1 is NoneType "
+                                        "None"):
+        model({"text": ["fine", None]})
 
 
 def test_loading_a_truncated_or_foreign_bin_is_one_line(tiny, tmp_path):

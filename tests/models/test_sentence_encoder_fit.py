@@ -175,6 +175,10 @@ def test_bad_input_is_one_line(raises_one_line_from_tfbert):
                         r"the dataset must yield a tuple of 2 or 3 string columns"),
         "bad validation": (lambda: model.fit((anchors, positives), validation_data=anchors),
                            r"validation_data must be \(x, y\)"),
+        "no epochs": (lambda: model.fit((anchors, positives), epochs=0),
+                      r"epochs must be >= 1 \(an integer\), got 0"),
+        "batch of none": (lambda: model.fit((anchors, positives), batch_size=0),
+                          r"batch_size must be >= 1 \(an integer or None\), got 0"),
     }
     for name, (action, pattern) in cases.items():
         check(name, action, pattern)

@@ -250,7 +250,23 @@ print(json.dumps({{"replicas": strategy.num_replicas_in_sync,
     (lambda m: m.fit([], []), r"x is empty"),
     (lambda m: m.predict([]), r"x is empty"),
     (lambda m: m.fit(["a", None], [0, 1]), r"x\[1\] is NoneType"),
-    (lambda m: m.fit(["a", "b"], [0, 2]), r"y\[1\] is 2: class ids must be in \[0, 2\)"),
+    (lambda m: m.fit(["a", "b"], [0, 2]), r"y\[1\] is 2: class ids must be in \[0, 2\) "
+                                          r"\(num_classes=2\)"),
+    (lambda m: m.fit(["a", "b"], [0.0, float("nan")]), r"y\[1\] is nan: a missing label"),
+    (lambda m: m.fit(["a", "b"], np.array(["0", None], object)), r"y\[1\] is None: a missing "
+                                                                  r"label"),
+    (lambda m: m.fit(["a", "b"], [0, 1], batch_size=0), r"batch_size must be >= 1"),
+    (lambda m: m.fit(["a", "b"], [0, 1], epochs=0), r"epochs must be >= 1 \(an integer or "
+                                                          r"None\), got 0"),
+    (lambda m: m.fit(["a", "b"], [0, 1], epochs=-2), r"epochs must be >= 1"),
+    (lambda m: m.evaluate(["a", "b"], [0, 1], batch_size=-1), r"batch_size must be >= 1"),
+    (lambda m: m.predict(["a", "b"], batch_size=0), r"batch_size must be >= 1"),
+    (lambda m: m.predict(["a"], batch_size=2.5),
+     r"batch_size must be >= 1 \(an integer or None\), got 2\.5"),
+    (lambda m: m.predict([b"caf\xe9 au lait"]), r"x\[0\] is bytes that are not UTF-8 text "
+                                        r"\(invalid continuation byte at byte 3\)"),
+    (lambda m: m.predict(("a question", "an answer")), r"x is a tuple of two strings: pass one "
+                                                       r"pair as \(\[text\], \[text_b\]\)"),
     (lambda m: m.fit(["a", "b"], [0, -1]), r"y\[1\] is -1"),
     (lambda m: m.fit(["a", "b"], [0]), r"y has 1 rows for 2 texts"),
     (lambda m: m.fit(["a", "b"], None), r"fit needs y"),
@@ -275,6 +291,85 @@ def test_bad_input_is_one_line(call, match):
     with pytest.raises((TypeError, ValueError), match=match) as info:
         call(model)
     assert "\n" not in str(info.value)
+
+
+def test_fit_without_epochs_trains_the_recipes_epochs(capsys):
+    """No `epochs` on a recipe-compiled model: the runner's choice for this
+    many texts (300 updates at least, 20 epochs at most), said once and kept
+    in `history.params`; without the recipe, Keras' one epoch."""
+    texts, labels = sentiment("train")
+    model = tiny(label_list=LABELS)
+    model.compile()
+    history = model.fit(texts[:32], labels[:32], verbose=2)  # 2 batches of 16 an epoch
+    assert history.params["epochs"] == 20 and len(history.history["loss"]) == 20
+    assert int(model.optimizer.iterations) == 40
+    assert history.params["recipe"]["epochs"] == "20 (auto: 32 examples, at least 300 steps)"
+    assert history.params["recipe"]["batch_size"] == "16 (auto: 32 examples)"
+    said = [line for line in capsys.readouterr().out.splitlines() if "the recipe's" in line]
+    assert said == ["TextClassifier.fit: the recipe's learning_rate 0.001 (auto: hidden size "
+                    "128), batch_size 16 (auto: 32 examples), epochs 20 (auto: 32 examples, at "
+                    "least 300 steps)"]
+    # An explicit count is kept; a user's own optimizer keeps Keras' default of one.
+    assert model.fit(texts[:32], labels[:32], epochs=2, verbose=0).params["epochs"] == 2
+    own = tiny(label_list=LABELS)
+    own.compile(optimizer="adam")
+    history = own.fit(texts[:32], labels[:32], verbose=0)
+    assert history.params["epochs"] == 1 and "recipe" not in history.params
+
+
+def test_fit_with_validation_keeps_the_best_epoch(capsys):
+    """With validation data, a recipe-compiled model ends on its best epoch
+    (validation accuracy, ties to the lower loss), as the runner does; a
+    user's own EarlyStopping takes precedence."""
+    keras.utils.set_random_seed(1)
+    texts, labels = sentiment("train")
+    dev_texts, dev_labels = sentiment("dev")
+    model = tiny(label_list=LABELS)
+    model.compile()
+    history = model.fit(texts[:64], labels[:64], epochs=5, verbose=2,
+                        validation_data=(dev_texts[:32], dev_labels[:32]))
+    logs = history.history
+    keys = [(a, -l) for a, l in zip(logs["val_accuracy"], logs["val_loss"])]
+    best = max(range(5), key=lambda i: (keys[i], -i))
+    assert history.params["best_epoch"] == best + 1
+    assert f"TextClassifier.fit: kept epoch {best + 1} of 5 (best val_accuracy)" in (
+        capsys.readouterr().out)
+    # The weights are that epoch's: evaluating gives its validation scores.
+    scores = model.evaluate(dev_texts[:32], dev_labels[:32], return_dict=True, verbose=0)
+    assert scores["loss"] == pytest.approx(logs["val_loss"][best], abs=1e-4)
+    if best != 4:  # the last epoch's scores differ from the kept one's
+        assert scores["loss"] != pytest.approx(logs["val_loss"][4], abs=1e-6)
+    own = tiny(label_list=LABELS)
+    own.compile()
+    history = own.fit(texts[:32], labels[:32], epochs=2, verbose=0,
+                      validation_data=(dev_texts[:16], dev_labels[:16]),
+                      callbacks=[keras.callbacks.EarlyStopping(patience=5)])
+    assert "best_epoch" not in history.params
+
+
+def test_export_to_an_existing_file_names_the_file(tmp_path):
+    """Not "has not read any text yet": the path is the problem."""
+    model = tiny()
+    (tmp_path / "taken").write_text("a file")
+    with pytest.raises(ValueError, match=r"taken is a file, not a directory"):
+        model.export(tmp_path / "taken")
+
+
+def test_multi_label_targets_as_lists_of_label_names():
+    """Each text's list of label names is the 0/1 matrix over label_list
+    (NumPy alone calls such ragged rows an "inhomogeneous shape")."""
+    multi = tiny(num_classes=3, multi_label=True, label_list=["sports", "food", "travel"])
+    np.testing.assert_array_equal(
+        multi.targets([["sports", "travel"], [], ["food"]], 3),
+        [[1, 0, 1], [0, 0, 0], [0, 1, 0]])
+    with pytest.raises(ValueError, match=r"^y\[1\] names 'music', which is not in label_list "):
+        multi.targets([["sports"], ["music"]], 2)
+    with pytest.raises(ValueError, match=r"^y has rows of different lengths"):
+        multi.targets([[1, 0, 1], [0, 1]], 2)
+    multi.compile()
+    history = multi.fit(["A match in the rain .", "Soup and bread ."], [["sports"], ["food"]],
+                        epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
 
 
 def test_bad_targets_for_the_other_heads():

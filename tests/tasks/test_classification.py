@@ -131,6 +131,10 @@ def test_bad_input_errors(tmp_path, data_dir, make_preprocessor):
     with pytest.raises(ValueError, match=r"dev\.tsv, line 3: label 'neutral' is not in the "
                                          r"label list \['negative', 'positive'\]"):
         task.eval_data(dev, 8)
+    # No dev file set: the key is named (an empty path once read "Data file not found: ").
+    with pytest.raises(ValueError, match=r"^classification: task\.dev_file is not set; each "
+                                         r"epoch is scored on it"):
+        task.eval_data("", 8)
     task = ClassificationTask(ClassificationConfig(train_file=train, text_column="text"))
     with pytest.raises(ValueError, match=r"sentiment_train\.tsv, line 1: no column named 'text'"):
         task.prepare(make_preprocessor())

@@ -121,6 +121,11 @@ def test_bad_and_extreme_texts(tiny_config, make_preprocessor):
     # The cap: a 100,000-word text is read as its first max_windows windows.
     spans, _ = task.windows({"text": tf.constant([huge])})
     assert int(spans["num_windows"][0]) == 4
+    # A bare string is not read as one text per character; None is not a text.
+    with pytest.raises(TypeError, match=r"^text is one string; pass a list of texts"):
+        task.predict(model, "Great film .")
+    with pytest.raises(TypeError, match=r"^text\[0\] is NoneType \(None\), not str\.$"):
+        task.predict(model, [None])
     with pytest.raises(ValueError, match="long_text"):
         ClassificationConfig(long_text="chunks")
     with pytest.raises(ValueError, match="window_pooling"):

@@ -19,6 +19,9 @@ def case(tmp, name):
     """(tool, flags, pattern of the error line) for the case `name`."""
     bad_yaml = tmp / "bad.yaml"
     bad_yaml.write_text("train:\n  batch_size: [32\n", encoding="utf-8")
+    no_dev = tmp / "no_dev.yaml"
+    no_dev.write_text(f"task:\n  train_file: {ROOT / 'tests/data/finetune/sentiment_train.tsv'}\n"
+                      "  text_column: sentence\n  label_column: label\n", encoding="utf-8")
     body = tmp / "body.json"
     body.write_text("{not json", encoding="utf-8")
     finetune = ["--task=classification", f"--model_dir={tmp / 'ft'}",
@@ -33,6 +36,9 @@ def case(tmp, name):
         "finetune: missing train file": (
             "finetune.py", finetune + ["--set", f"task.train_file={tmp / 'nope.tsv'}"],
             r"nope\.tsv"),
+        "finetune: no dev file": (
+            "finetune.py", finetune[:2] + [f"--config={no_dev}"] + finetune[3:],
+            r"classification: task\.dev_file is not set; each epoch is scored on it"),
         "finetune: gradient_accumulation_steps not dividing": (
             "finetune.py", finetune + ["--set", "train.gradient_accumulation_steps=3"],
             r"gradient_accumulation_steps: 3 does not divide batch_size 16"),
@@ -91,6 +97,7 @@ def case(tmp, name):
 
 
 NAMES = ["finetune: batch_size lots", "finetune: YAML syntax", "finetune: missing train file",
+         "finetune: no dev file",
          "finetune: gradient_accumulation_steps not dividing",
          "pretrain: gradient_accumulation_steps not dividing",
          "pretrain: no train files", "pretrain: steps not a multiple",

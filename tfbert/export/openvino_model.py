@@ -102,11 +102,13 @@ class OpenVINOModel:
             if len(shape) != 1:
                 raise ValueError(f"input {name!r} must be a 1-D batch of strings [batch]; "
                                  f"got shape {shape}.")
-            bad = next((v for v in value if not isinstance(v, (str, bytes, np.str_, np.bytes_))),
-                       None) if shape[0] else None
+            # The index, not the item: an item None must not read as "none bad".
+            bad = next((i for i, v in enumerate(value)
+                        if not isinstance(v, (str, bytes, np.str_, np.bytes_))), None)
             if bad is not None:
-                raise TypeError(f"input {name!r} must hold strings; got {type(bad).__name__} "
-                                f"{bad!r:.40}.")
+                item = list(value)[bad]
+                raise TypeError(f"input {name!r} must hold strings; item {bad} is "
+                                f"{type(item).__name__} {item!r:.40}.")
             sizes[name] = shape[0]
         if len(set(sizes.values())) > 1:
             raise ValueError(f"inputs have different batch sizes {sizes}; give one string "

@@ -45,7 +45,7 @@ Example (a random tiny encoder; `from_pretrained(dir)` for real weights):
 ...                                  seq_length=32)
 >>> model.compile()
 >>> pairs = [("open a file", "Open the file."), ("open a file", "Sort it.")]
->>> history = model.fit(pairs, [1, 0], verbose=0)
+>>> history = model.fit(pairs, [1, 0], epochs=1, verbose=0)
 >>> model.predict(pairs).shape
 (2,)
 >>> hits = model.rank("open a file", ["Open the file.", "Sort it.", "Join the paths."], top_k=2)
@@ -256,6 +256,9 @@ class CrossEncoder(TextClassifier):
 
     def default_metrics(self):
         return pointwise_metrics()
+
+    def best_epoch_monitor(self):
+        return "val_accuracy", "max"  # pointwise_metrics (not the regression head's mae)
 
     def compile(self, *args, **kwargs):
         # predict's traced function goes, as Keras' own predict function does: the

@@ -40,7 +40,8 @@ Example (a random tiny encoder; `from_pretrained(dir)` for real weights):
 >>> model.compile()
 >>> context = "Return the absolute value of a number."
 >>> history = model.fit((["What does abs return?"], [context]),
-...                     [{"text": ["the absolute value"], "answer_start": [7]}], verbose=0)
+...                     [{"text": ["the absolute value"], "answer_start": [7]}], epochs=1,
+...                     verbose=0)
 >>> answer = model.predict((["What does abs return?"], [context]), verbose=0)[0]
 >>> sorted(answer), context[answer["start"]:answer["end"]] == answer["answer"]
 (['answer', 'end', 'score', 'start'], True)
@@ -60,8 +61,10 @@ from tfbert.models.answer_spans import (ANSWER_NOT_AT_START, SPAN_LOSS_WEIGHTS,
                                         span_loss, span_metrics, window_targets)
 from tfbert.models.span_labeler import BertSpanLabeler
 from tfbert.models.strings_model import StringsModel
-from tfbert.models.text_data import IDS_HINT, check_weights, holds_ids, is_pair, text_columns
+from tfbert.models.text_data import (IDS_HINT, check_batch_size, check_weights, holds_ids,
+                                     is_one_pair, is_pair, text_columns)
 from tfbert.text.preprocessor import BertPreprocessor
+from tfbert.train import recipe
 
 SECTION = "question_answerer"  # the checkpoint's config.json section and weights prefix
 # The settings a checkpoint's section carries besides seq_length (constructor names).
@@ -97,6 +100,8 @@ class QuestionAnswerer(StringsModel, BertSpanLabeler):
         dropout: as `BertSpanLabeler`.
         initializer_range: as `BertSpanLabeler`.
     """
+
+    recipe_min_steps = recipe.QUESTION_ANSWERING_MIN_STEPS  # fit without epochs: as the QA task
 
     head_layer = "span_logits"
     head_prefix = settings_section = SECTION  # save_pretrained: weights prefix, section
@@ -199,7 +204,8 @@ class QuestionAnswerer(StringsModel, BertSpanLabeler):
     def columns(self, x):
         """`(questions, contexts)`: two NumPy object arrays of str, checked."""
         if not is_pair(x):
-            text_columns(x)  # one clear line for ids, None, a string, an empty list
+            if not is_one_pair(x):  # one question as two strings: the line below says how
+                text_columns(x)  # one clear line for ids, None, a string, an empty list
             raise TypeError(f"x must be (questions, contexts), a tuple of two columns of "
                             f"strings; got {type(x).__name__} of one column (one question: "
                             f"([question], [context])).")
@@ -273,7 +279,7 @@ class QuestionAnswerer(StringsModel, BertSpanLabeler):
         weights])` batches of windows (or ids alone without targets), windowed
         in its `map`. `shuffle`: the QA task's endless training stream (each
         epoch every window once, questions reshuffled, windows mixed)."""
-        batch_size = int(batch_size or 32)
+        batch_size = check_batch_size(batch_size, 32)
         model = weakref.ref(self)
 
         def windows_for(spec):
@@ -362,7 +368,7 @@ class QuestionAnswerer(StringsModel, BertSpanLabeler):
                             f"{sorted(kwargs)}.")
         answer = self.answer_function()
         results = []
-        for questions, contexts in self.question_batches(x, int(batch_size or 16)):
+        for questions, contexts in self.question_batches(x, check_batch_size(batch_size, 16)):
             try:
                 out = answer(questions, contexts)
             except tf.errors.InvalidArgumentError as e:

@@ -20,7 +20,7 @@ from tfbert.losses.base import SentenceLoss
 from tfbert.data.batching import count_batches
 from tfbert.models.encoder_model import pruned_model
 from tfbert.models.strings_model import recipe_batch_size, recipe_optimizer
-from tfbert.models.text_data import holds_ids, text_column
+from tfbert.models.text_data import check_batch_size, holds_ids, text_column
 from tfbert.text.packer import trim_to_longest
 from tfbert.text.preprocessor import BertPreprocessor
 from tfbert.text.windows import (WINDOW_MODES, count_windows, pack_windows, pool_windows,
@@ -236,6 +236,8 @@ class SentenceEncoder(keras.Model):
         `shuffle`, rows are reshuffled each epoch with `seed`; `batch_size`
         None is the recipe's (16 below 10,000 rows, else 32). Returns Keras'
         `History` (of the loss model, whose weights are this model's)."""
+        check_int(epochs, "epochs", 1)
+        check_int(steps_per_epoch, "steps_per_epoch", 1, allow_none=True)
         training = getattr(self, "_training", None)
         if training is None:
             self.compile()
@@ -291,7 +293,7 @@ class SentenceEncoder(keras.Model):
         if isinstance(x, tf.data.Dataset):
             ds, batched = _row_dataset(x, loss, what)
             if not batched:
-                ds = ds.batch(batch_size or 16)
+                ds = ds.batch(check_batch_size(batch_size, 16))
             n = None
         else:
             texts, y = _row_columns(x, y, what)
@@ -300,8 +302,7 @@ class SentenceEncoder(keras.Model):
             parts = {name: tf.constant(list(c), tf.string) for name, c in zip(columns, texts)}
             ds = tf.data.Dataset.from_tensor_slices(
                 parts if y is None else (parts, _row_targets(loss, y, n, what)))
-            if batch_size is None:
-                batch_size = recipe_batch_size(n)
+            batch_size = check_batch_size(batch_size, recipe_batch_size(n))
             if shuffle:
                 if seed is None:
                     seed = int(np.random.randint(2**31 - 1))

@@ -26,12 +26,14 @@ import tensorflow as tf
 
 from tfbert import checkpoint
 from tfbert.config import BertConfig
+from tfbert.config_loader import check_int
 from tfbert.data.batching import count_batches
 from tfbert.data.batching import steps_per_epoch as steps_per_epoch_of
 from tfbert.encoder import BertEncoder
-from tfbert.models.text_data import dataset_check_errors, holds_ids
+from tfbert.models.text_data import check_batch_size, dataset_check_errors, holds_ids
 from tfbert.text.preprocessor import BertPreprocessor
 from tfbert.train import recipe
+from tfbert.train.evaluation import RestoreBestEpoch
 from tfbert.train.optimizer import optimizer_for
 from tfbert.train.train_config import TrainConfig
 
@@ -153,22 +155,48 @@ class StringsModel:
         super().compile(**{**self._compile_config.config, "optimizer": optimizer})
         self._auto_optimizer = False
 
-    def fit(self, x=None, y=None, batch_size=None, epochs=1, validation_data=None,
+    def fit(self, x=None, y=None, batch_size=None, epochs=None, validation_data=None,
             sample_weight=None, shuffle=True, steps_per_epoch=None, seed=None, **kwargs):
         """Keras `fit` on raw texts (see module doc). `batch_size` None: the
-        recipe's (16 below 10,000 texts, else 32). `validation_data`: `(x, y)`
-        or a dataset, as `x`. With `shuffle`, texts are batched as the
-        fine-tuning tasks batch them: reshuffled each epoch with `seed` (None:
-        drawn from NumPy's generator, which `keras.utils.set_random_seed`
+        recipe's (16 below 10,000 texts, else 32). `epochs` None: on a model
+        compiled with the recipe (`compile()`), the recipe's epochs for this
+        many texts (`tfbert.train.recipe.resolve`, as `tools/finetune.py`
+        chooses them: at least `recipe_min_steps` updates), printed once and
+        kept in `history.params["recipe"]`; otherwise 1, Keras' default.
+        `validation_data`: `(x, y)` or a dataset, as `x`; on a recipe-compiled
+        model the best epoch's weights by `best_epoch_monitor` are restored at
+        the end, as the runner keeps its best epoch (`history.params
+        ["best_epoch"]`, 1-based), unless `callbacks` hold an `EarlyStopping`
+        or `ModelCheckpoint` of the user's. With `shuffle`, texts are batched
+        as the fine-tuning tasks batch them: reshuffled each epoch with `seed`
+        (None: drawn from NumPy's generator, which `keras.utils.set_random_seed`
         seeds), in batches of similar length."""
+        # Checked here, before the recipe's TrainConfig would name its own fields.
+        check_int(epochs, "epochs", 1, allow_none=True)
+        check_int(steps_per_epoch, "steps_per_epoch", 1, allow_none=True)
+        batch_size = check_batch_size(batch_size, None)
         if holds_ids(x):  # already preprocessed (the fine-tuning tasks' datasets)
-            return super().fit(x, y, batch_size=batch_size, epochs=epochs,
+            return super().fit(x, y, batch_size=batch_size, epochs=epochs or 1,
                                validation_data=validation_data, sample_weight=sample_weight,
                                shuffle=shuffle, steps_per_epoch=steps_per_epoch, **kwargs)
         if kwargs.get("validation_split"):
             raise ValueError("validation_split is not supported on texts: pass "
                              "validation_data=(texts, labels).")
         n = None if isinstance(x, tf.data.Dataset) else self.num_texts(x)
+        callbacks = list(kwargs.pop("callbacks", None) or [])
+        keeper = None
+        if getattr(self, "_auto_optimizer", False) and validation_data is not None and not any(
+                isinstance(c, (keras.callbacks.EarlyStopping, keras.callbacks.ModelCheckpoint))
+                for c in callbacks):
+            keeper = RestoreBestEpoch(*self.best_epoch_monitor())
+            callbacks.append(keeper)
+        chosen = None
+        if epochs is None:
+            chosen = self._recipe_epochs(n, batch_size, steps_per_epoch)
+            epochs = chosen["epochs"] if chosen else 1
+            if chosen and kwargs.get("verbose", "auto") != 0:
+                print(f"{type(self).__name__}.fit: the recipe's " + ", ".join(
+                    f"{k} {v}" for k, v in chosen["notes"].items()), flush=True)
         if batch_size is None and n is not None:
             batch_size = recipe_batch_size(n)
         shuffle = shuffle and n is not None  # a dataset comes batched as the user wants
@@ -188,8 +216,36 @@ class StringsModel:
                 steps = steps_per_epoch or count_batches(data)
                 self._compile_recipe(max(1, steps * epochs))
             # shuffle=False: the text batches are shuffled above, before tokenization.
-            return super().fit(data, epochs=epochs, validation_data=validation_data,
-                               steps_per_epoch=steps_per_epoch, shuffle=False, **kwargs)
+            history = super().fit(data, epochs=epochs, validation_data=validation_data,
+                                  steps_per_epoch=steps_per_epoch, shuffle=False,
+                                  callbacks=callbacks, **kwargs)
+        if chosen:
+            history.params["recipe"] = chosen["notes"]
+        if keeper is not None and keeper.best_epoch is not None:
+            history.params["best_epoch"] = keeper.best_epoch + 1
+            if kwargs.get("verbose", "auto") != 0:
+                print(f"{type(self).__name__}.fit: kept epoch {keeper.best_epoch + 1} of "
+                      f"{epochs} (best {keeper.monitor})", flush=True)
+        return history
+
+    def best_epoch_monitor(self):
+        """`(Keras log, "max" or "min")` that chooses the epoch `fit` keeps."""
+        return "val_loss", "min"
+
+    # The recipe's step floor for `fit` without `epochs` (the fine-tuning
+    # tasks' `min_train_steps`: question answering's is higher).
+    recipe_min_steps = recipe.DEFAULT_MIN_STEPS
+
+    def _recipe_epochs(self, n, batch_size, steps_per_epoch):
+        """`{"epochs", "notes"}`: the recipe's epochs for `n` examples, or None
+        when the model was not compiled with the recipe or `x` is a dataset
+        (its length is the user's)."""
+        if not getattr(self, "_auto_optimizer", False) or n is None:
+            return None
+        train, notes = recipe.resolve(
+            TrainConfig(batch_size=batch_size, steps_per_epoch=steps_per_epoch),
+            n, self.encoder.config, self.recipe_min_steps)
+        return {"epochs": train.epochs, "notes": notes}
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         if holds_ids(x):

@@ -50,12 +50,13 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert import checkpoint
+from tfbert.atomic import check_replaceable
 from tfbert.config_loader import check_int
 from tfbert.data.batching import training_batches, window_stream
 from tfbert.models.classifier import BertClassifier
 from tfbert.models.strings_model import StringsModel
-from tfbert.models.text_data import (check_weights, dataset_columns, holds_ids, text_columns,
-                                     text_dataset)
+from tfbert.models.text_data import (check_batch_size, check_weights, dataset_columns, holds_ids,
+                                     text_columns, text_dataset)
 from tfbert.text.packer import trim_to_bucket, trim_to_longest
 from tfbert.text.preprocessor import BertPreprocessor
 from tfbert.text.windows import WINDOW_MODES, pack_windows, pool_windows, window_batches
@@ -364,7 +365,14 @@ class TextClassifier(StringsModel, BertClassifier):
             y = y.to_numpy()
         elif hasattr(y, "numpy"):
             y = y.numpy()
-        y = np.asarray(y)
+        if self.multi_label and _holds_label_lists(y):
+            y = self._label_matrix(y)
+        try:
+            y = np.asarray(y)
+        except ValueError:  # NumPy's "inhomogeneous shape": rows of different lengths
+            raise ValueError("y has rows of different lengths: one label per text, or for "
+                             "multi_label a 0/1 matrix or each text's list of label names."
+                             ) from None
         if y.ndim == 0 or y.shape[0] != n:
             raise ValueError(f"y has {y.shape[0] if y.ndim else 'no'} rows for {n} texts.")
         if self.multi_label:
@@ -385,20 +393,42 @@ class TextClassifier(StringsModel, BertClassifier):
                              + (" (a 0/1 matrix is for multi_label=True)." if y.ndim == 2
                                 else "."))
         if y.dtype.kind in "USO":
+            missing = [i for i, label in enumerate(y) if label is None or label != label]
+            if missing:  # None, or NaN (pandas' missing value) in a column of names
+                raise ValueError(f"y[{missing[0]}] is {y[missing[0]]}: a missing label (drop "
+                                 "the row or fill it).")
             index = {label: i for i, label in enumerate(self.label_list)}
             unknown = sorted({str(label) for label in y} - set(index))
             if unknown:
                 raise ValueError(f"labels {unknown[:5]} are not in label_list "
                                  f"{self.label_list}.")
             return np.array([index[str(label)] for label in y], np.int32)
+        if y.dtype.kind == "f" and not np.isfinite(y).all():
+            i = int(np.flatnonzero(~np.isfinite(y))[0])
+            raise ValueError(f"y[{i}] is {y[i]}: a missing label (drop the row or fill it).")
+        if y.dtype.kind not in "biuf":
+            raise TypeError(f"y holds {y.dtype} values: one class id or label name per text.")
         if y.dtype.kind == "f" and not np.all(y == np.round(y)):
             raise ValueError("y holds fractions: class ids are integers (num_classes=1 is "
                              "regression).")
         bad = np.flatnonzero((y < 0) | (y >= self.num_classes))
         if len(bad):
             raise ValueError(f"y[{bad[0]}] is {y[bad[0]]}: class ids must be in "
-                             f"[0, {self.num_classes}).")
+                             f"[0, {self.num_classes}) (num_classes={self.num_classes}).")
         return y.astype(np.int32)
+
+    def _label_matrix(self, y):
+        """Multi-label `y` given as each text's list of label names: the 0/1
+        matrix `[n, num_classes]` over `label_list`."""
+        index = {label: i for i, label in enumerate(self.label_list)}
+        out = np.zeros((len(y), self.num_classes), np.float32)
+        for i, labels in enumerate(y):
+            for label in labels:
+                if str(label) not in index:
+                    raise ValueError(f"y[{i}] names {label!r}, which is not in label_list "
+                                     f"{self.label_list}.")
+                out[i, index[str(label)]] = 1
+        return out
 
     def text_batches(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False,
                      with_targets=True, seed=0, drop_remainder=False):
@@ -406,7 +436,7 @@ class TextClassifier(StringsModel, BertClassifier):
         without targets) from texts, tokenized in its `map`. `shuffle`: the
         fine-tuning tasks' endless training stream (`training_batches`: a
         seeded shuffle each epoch, batches of similar length)."""
-        batch_size = int(batch_size or 32)
+        batch_size = check_batch_size(batch_size, 32)
         if isinstance(x, tf.data.Dataset):
             if y is not None or sample_weight is not None:
                 raise ValueError("x is a tf.data.Dataset: its elements carry the targets; "
@@ -466,6 +496,14 @@ class TextClassifier(StringsModel, BertClassifier):
     def default_metrics(self):
         return head_metrics(self.num_classes, self.multi_label)
 
+    def best_epoch_monitor(self):
+        # The head's own metric (head_metrics), as the runner chooses on its task metric.
+        if self.multi_label:
+            return "val_label_accuracy", "max"
+        if self.num_classes == 1:
+            return "val_mae", "min"
+        return "val_accuracy", "max"
+
     def predict(self, x, batch_size=None, **kwargs):
         """Logits `[n, num_classes]` of raw texts, in input order (the ids
         dict, or a dataset of it, goes to the model as it is). With
@@ -479,7 +517,7 @@ class TextClassifier(StringsModel, BertClassifier):
             if kwargs:
                 raise TypeError(f"predict on texts with long_text='windows' takes x, "
                                 f"batch_size and verbose; got {sorted(kwargs)}.")
-            return self.window_predict(x, int(batch_size or 32))
+            return self.window_predict(x, check_batch_size(batch_size, 32))
         return super().predict(self.text_batches(x, batch_size=batch_size, with_targets=False),
                                **kwargs)
 
@@ -523,6 +561,7 @@ class TextClassifier(StringsModel, BertClassifier):
         Other `format`s go to Keras' own `Model.export`."""
         if format != "tf_saved_model":
             return super().export(filepath, format=format, **kwargs)
+        check_replaceable(filepath)  # a file there is named before the unread-pairs question
         if self.pairs is None:
             raise ValueError("export: the model has not read any text yet; set pairs=True "
                              "or False (or fit it first).")
@@ -565,6 +604,17 @@ class TextClassifier(StringsModel, BertClassifier):
 
 def _tuple(texts):
     return tuple(texts) if isinstance(texts, (tuple, list)) else (texts,)
+
+
+def _holds_label_lists(y):
+    """True for multi-label `y` given as one list (tuple, set) of label names
+    per text (NumPy would call such ragged rows an "inhomogeneous shape")."""
+    if isinstance(y, np.ndarray) and (y.dtype != object or y.ndim != 1):
+        return False
+    if not isinstance(y, (list, tuple, np.ndarray)) or not len(y):
+        return False
+    return all(isinstance(row, (list, tuple, set)) and all(isinstance(v, str) for v in row)
+               for row in y) and any(len(row) for row in y)
 
 
 def _trim(ids, *rest):

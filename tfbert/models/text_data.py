@@ -23,6 +23,7 @@ import contextlib
 import numpy as np
 import tensorflow as tf
 
+from tfbert.config_loader import check_int
 from tfbert.encoder import INPUT_NAMES
 
 IDS_HINT = "this model takes raw text (ids go to model(inputs) or to BertClassifier)"
@@ -54,7 +55,11 @@ def text_column(values, what):
     out = np.empty(len(values), dtype=object)
     for i, text in enumerate(values):
         if isinstance(text, bytes):
-            text = text.decode("utf-8")
+            try:
+                text = text.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise ValueError(f"{what}[{i}] is bytes that are not UTF-8 text ({error.reason} "
+                                 f"at byte {error.start}): decode it first.") from None
         if isinstance(text, (list, tuple, np.ndarray)):
             raise ValueError(f"{what} must be one text per example (rank 1); {what}[{i}] is a "
                              f"{type(text).__name__}.")
@@ -72,12 +77,20 @@ def is_pair(x):
             and all(not isinstance(c, (str, bytes)) and hasattr(c, "__len__") for c in x))
 
 
+def is_one_pair(x):
+    """True for a tuple of two strings: one pair, or two texts?"""
+    return isinstance(x, tuple) and len(x) == 2 and all(isinstance(c, (str, bytes)) for c in x)
+
+
 def text_columns(x, what="x"):
     """A tuple of one or two NumPy object arrays of str (see module doc); one
     clear error for anything else (ids, None, nested lists, columns of unequal length)."""
     if x is None:
         raise ValueError(f"{what} is None: pass the texts (a list of str, a NumPy string "
                          "array, a pandas Series, or a tuple of two for pairs).")
+    if is_one_pair(x):  # two texts, or one pair? A pair model takes a tuple of two columns.
+        raise ValueError(f"{what} is a tuple of two strings: pass one pair as ([text], "
+                         "[text_b]), or two texts as a list.")
     if is_pair(x):
         columns = (text_column(x[0], f"{what}[0]"), text_column(x[1], f"{what}[1]"))
         if len(columns[0]) != len(columns[1]):
@@ -134,6 +147,12 @@ def text_dataset(columns, targets=None, weights=None):
         if weights is not None:
             parts.append(weights)
     return tf.data.Dataset.from_tensor_slices(tuple(parts) if len(parts) > 1 else parts[0])
+
+
+def check_batch_size(batch_size, default):
+    """`batch_size` as an int >= 1 (`default` for None), or one clear error."""
+    batch_size = check_int(batch_size, "batch_size", 1, allow_none=True)
+    return default if batch_size is None else batch_size
 
 
 def check_weights(weights, n):

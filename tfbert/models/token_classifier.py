@@ -42,7 +42,8 @@ from tfbert import checkpoint
 from tfbert.data.batching import training_batches
 from tfbert.models.encoder_model import EncoderModel
 from tfbert.models.strings_model import StringsModel
-from tfbert.models.text_data import IDS_HINT, check_weights, holds_ids, text_columns
+from tfbert.models.text_data import (IDS_HINT, check_batch_size, check_weights, holds_ids,
+                                     text_columns)
 from tfbert.models.word_labels import (first_piece_positions, ids_outputs,
                                        logits_at_first_pieces, pack_words, tag_strings,
                                        tagging_loss, tagging_metrics, weighted_labels,
@@ -367,7 +368,7 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
         """A `tf.data.Dataset` of `(ids, labels, weights)` (or what `encode`
         makes of texts alone) from texts and tags, tokenized and aligned in
         its `map`. `shuffle`: the fine-tuning stream (`training_batches`)."""
-        batch_size = int(batch_size or 32)
+        batch_size = check_batch_size(batch_size, 32)
         encode = self._traced(encode or self._encode)
         if isinstance(x, tf.data.Dataset):
             if y is not None or sample_weight is not None:
@@ -429,6 +430,9 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
 
     def default_metrics(self):
         return tagging_metrics()
+
+    def best_epoch_monitor(self):
+        return "val_accuracy", "max"  # per-word accuracy (tagging_metrics)
 
     # === Predictions ===
 

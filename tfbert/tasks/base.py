@@ -160,6 +160,14 @@ class Task:
     def eval_data(self, path, batch_size):
         raise NotImplementedError(f"{type(self).__name__}.eval_data")
 
+    def require_dev_file(self, path):
+        """`path`, or one line naming the unset key (each epoch is scored on it)."""
+        if not path:
+            raise ValueError(f"{self.name or type(self).__name__}: task.dev_file is not set; "
+                             "each epoch is scored on it (dev_file: in the YAML's task "
+                             "section, or --set task.dev_file=PATH).")
+        return path
+
     def score(self, predictions, reference):
         raise NotImplementedError(f"{type(self).__name__}.score")
 

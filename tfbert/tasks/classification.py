@@ -39,6 +39,7 @@ from tfbert.metrics import glue
 from tfbert.models.text_classifier import (WINDOW_POOLING, TextClassifier,
                                            classification_outputs, head_loss, head_metrics,
                                            pooled_logits, regression_outputs, text_windows)
+from tfbert.models.text_data import text_column
 from tfbert.tasks.text_task import TextTask
 from tfbert.tasks.multi_label import MultiLabelClassification
 from tfbert.text.packer import trim_to_bucket
@@ -299,7 +300,7 @@ class ClassificationTask(TextTask):
 
     def eval_data(self, path, batch_size):
         """`(inputs dataset, reference)` for `score`."""
-        examples, targets = self.read(path)
+        examples, targets = self.read(self.require_dev_file(path))
         if self.windowed:  # raw strings: `evaluate` reads every window of each text
             return self.window_text_batches(self._texts(examples), batch_size), targets
         ds = tf.data.Dataset.from_tensor_slices(self._texts(examples)).batch(batch_size)
@@ -353,12 +354,17 @@ class ClassificationTask(TextTask):
         return classification_outputs(logits, self.label_list)
 
     def text_columns(self, text, text_b=None):
-        """`{"text": [...], "text_b": [...]}` of `predict`'s arguments (pairs need `text_b`)."""
-        texts = {"text": list(text)}
+        """`{"text": [...], "text_b": [...]}` of `predict`'s arguments (pairs need
+        `text_b`), each a list of str checked as the strings models check theirs
+        (a bare string, None or bytes that are not UTF-8 is one clear line)."""
+        texts = {"text": text_column(text, "text").tolist()}
         if self.pairs:
             if text_b is None:
                 raise ValueError("This task takes sentence pairs: pass text_b.")
-            texts["text_b"] = list(text_b)
+            texts["text_b"] = text_column(text_b, "text_b").tolist()
+            if len(texts["text_b"]) != len(texts["text"]):
+                raise ValueError(f"text and text_b differ in length ({len(texts['text'])} and "
+                                 f"{len(texts['text_b'])}).")
         return texts
 
     def predict_logits(self, model, texts, batch_size=64):

@@ -56,6 +56,7 @@ from tfbert.models.answer_spans import (SPAN_LOSS_WEIGHTS, answer_strings, quest
 from tfbert.models.question_answerer import QuestionAnswerer
 from tfbert.tasks.base import Task
 from tfbert.tasks.squad_predictions import question_result, write_prediction_files
+from tfbert.train import recipe
 
 
 @dataclasses.dataclass
@@ -104,9 +105,7 @@ class QuestionAnsweringTask(Task):
     config_class = QuestionAnsweringConfig
     text_inputs = ("question", "context")
     main_metric = "f1"
-    # The recipe's step floor: at 300 steps one SQuAD seed in five was still
-    # rising when the learning rate reached 0 (docs/quality.md).
-    min_train_steps = 600
+    min_train_steps = recipe.QUESTION_ANSWERING_MIN_STEPS  # the recipe's step floor
 
     def __init__(self, config=None):
         super().__init__(config)

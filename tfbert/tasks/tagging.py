@@ -208,7 +208,7 @@ class TaggingTask(Task):
     def eval_data(self, path, batch_size):
         """`(inputs dataset, reference)`; reference holds the gold tags and the
         position of each word's first piece (-1: truncated away)."""
-        sentences = self.read(path)
+        sentences = self.read(self.require_dev_file(path))
         readers.encode_tags(sentences, self.label_list)  # unknown tags: error with file and line
         words = tf.data.Dataset.from_tensor_slices(tf.ragged.constant(sentences.words))
         if self.windowed:  # `evaluate` tags whole texts from their windows

@@ -71,13 +71,14 @@ def selection_key(scores, main_metric):
     feature extraction, which trains nothing)."""
     if main_metric is None or VALIDATION + main_metric not in scores:
         return None
+    return (_number(scores[VALIDATION + main_metric]),
+            _number(scores.get(VALIDATION + "loss", np.nan), -1.0))
 
-    def number(value, sign=1.0):
-        value = float(value)
-        return -np.inf if np.isnan(value) else sign * value
 
-    return (number(scores[VALIDATION + main_metric]),
-            number(scores.get(VALIDATION + "loss", np.nan), -1.0))
+def _number(value, sign=1.0):
+    """`sign * value`, NaN as the worst."""
+    value = float(value)
+    return -np.inf if np.isnan(value) else sign * value
 
 
 def best_epoch(scores, main_metric):
@@ -105,6 +106,37 @@ class KeepBest(keras.callbacks.Callback):
         if key is None or self.best is None or key > self.best:
             self.best = key
             self.model.save_weights(self.path, overwrite=True)
+
+
+class RestoreBestEpoch(keras.callbacks.Callback):
+    """The runner's epoch selection for Keras `fit` (`StringsModel.fit` with
+    the recipe and validation data): after each epoch, the weights of the best
+    epoch so far by the Keras log `monitor` (`mode` "max" or "min"; ties go
+    to the lower `val_loss`, NaN is never best; `val_loss` itself, lower
+    better, when the logs lack `monitor`: a model compiled with metrics of
+    the user's) are kept in memory, and they are restored when training
+    ends. `best_epoch`: 0-based, None before any epoch was validated."""
+
+    def __init__(self, monitor, mode="max"):
+        super().__init__()
+        self.monitor, self.sign = monitor, 1.0 if mode == "max" else -1.0
+        self.best = self.best_epoch = self.best_weights = None
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs or {}
+        if self.monitor not in logs:
+            if "val_loss" not in logs:
+                return
+            self.monitor, self.sign = "val_loss", -1.0
+        key = (_number(logs[self.monitor], self.sign),
+               _number(logs.get("val_loss", np.nan), -1.0))
+        if self.best is None or key > self.best:
+            self.best, self.best_epoch = key, epoch
+            self.best_weights = self.model.get_weights()
+
+    def on_train_end(self, logs=None):
+        if self.best_weights is not None:
+            self.model.set_weights(self.best_weights)
 
 
 def fit_keeping_best(model, make_dataset, evaluate, main_metric, model_dir, epochs,

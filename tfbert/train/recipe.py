@@ -43,6 +43,9 @@ from tfbert.train.train_config import TrainConfig
 
 MAX_AUTO_EPOCHS = 20
 DEFAULT_MIN_STEPS = 300  # optimizer steps, unless the task or `train.min_steps` says otherwise
+# Extractive QA's floor: at 300 steps one SQuAD seed in five was still rising
+# when the learning rate reached 0 (docs/quality.md).
+QUESTION_ANSWERING_MIN_STEPS = 600
 LARGE_DATA = 10_000  # examples (or QA windows) from which batch 32 is the default
 # LoRA (`train.lora_rank`): adapters start at zero and only they and the head
 # move, so they take a larger rate. The LoRA paper's RoBERTa-base GLUE runs

@@ -83,12 +83,14 @@ def heads_to_prune_by_importance(importance, fraction):
     return heads
 
 
-def heads_to_prune_iteratively(encoder, batches, loss_of, fraction, step=0.1):
+def heads_to_prune_iteratively(encoder, batches, loss_of, fraction, step=0.1, importance=None):
     """`{layer: [head, ...]}` in `encoder`'s own numbering: heads removed in
     steps of `step` of its heads (the last step smaller), each step the least
     important by `head_importance(pruned encoder, batches, loss_of)` scored
     again, until `fraction` of them is gone (Michel et al.'s Section 4.1).
-    `prune_heads(encoder, result)` is the last step's encoder."""
+    `importance`: `head_importance(encoder, batches, loss_of)` when the caller
+    has it already (the first step's scores). `prune_heads(encoder, result)`
+    is the last step's encoder."""
     fraction = check_fraction(fraction)
     if not 0 < step <= 1:
         raise ValueError(f"step must be in (0, 1], got {step!r}.")
@@ -102,7 +104,8 @@ def heads_to_prune_iteratively(encoder, batches, loss_of, fraction, step=0.1):
     removed = 0
     while removed < target:
         now = min(per_step, target - removed)
-        importance = head_importance(encoder, batches, loss_of)
+        if importance is None:  # the given scores serve the first step only
+            importance = head_importance(encoder, batches, loss_of)
         # Heads already gone (NaN) rank last: only present heads are chosen.
         order = np.argsort(np.nan_to_num(importance, nan=np.inf), axis=None, kind="stable")
         heads = {}
@@ -113,5 +116,6 @@ def heads_to_prune_iteratively(encoder, batches, loss_of, fraction, step=0.1):
         for layer, indices in heads.items():
             kept[layer] = [h for i, h in enumerate(kept[layer]) if i not in indices]
         removed += now
+        importance = None
     return {layer: sorted(originally[layer] - set(kept[layer]))
             for layer in kept if originally[layer] - set(kept[layer])}

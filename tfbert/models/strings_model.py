@@ -183,16 +183,18 @@ class StringsModel:
             raise ValueError("validation_split is not supported on texts: pass "
                              "validation_data=(texts, labels).")
         n = None if isinstance(x, tf.data.Dataset) else self.num_texts(x)
+        recipe_compiled = getattr(self, "_auto_optimizer", False)  # compile() with no optimizer
         callbacks = list(kwargs.pop("callbacks", None) or [])
         keeper = None
-        if getattr(self, "_auto_optimizer", False) and validation_data is not None and not any(
+        if recipe_compiled and validation_data is not None and not any(
                 isinstance(c, (keras.callbacks.EarlyStopping, keras.callbacks.ModelCheckpoint))
                 for c in callbacks):
             keeper = RestoreBestEpoch(*self.best_epoch_monitor())
             callbacks.append(keeper)
         chosen = None
         if epochs is None:
-            chosen = self._recipe_epochs(n, batch_size, steps_per_epoch)
+            if recipe_compiled:
+                chosen = self._recipe_epochs(n, batch_size, steps_per_epoch)
             epochs = chosen["epochs"] if chosen else 1
             if chosen and kwargs.get("verbose", "auto") != 0:
                 print(f"{type(self).__name__}.fit: the recipe's " + ", ".join(
@@ -212,7 +214,7 @@ class StringsModel:
             validation_data = self.text_batches(*_validation_parts(validation_data),
                                                 batch_size=batch_size)
         with dataset_check_errors(self.dataset_checks()):  # counting reads the data too
-            if getattr(self, "_auto_optimizer", False):
+            if recipe_compiled:
                 steps = steps_per_epoch or count_batches(data)
                 self._compile_recipe(max(1, steps * epochs))
             # shuffle=False: the text batches are shuffled above, before tokenization.
@@ -238,9 +240,8 @@ class StringsModel:
 
     def _recipe_epochs(self, n, batch_size, steps_per_epoch):
         """`{"epochs", "notes"}`: the recipe's epochs for `n` examples, or None
-        when the model was not compiled with the recipe or `x` is a dataset
-        (its length is the user's)."""
-        if not getattr(self, "_auto_optimizer", False) or n is None:
+        when `x` is a dataset (its length is the user's)."""
+        if n is None:
             return None
         train, notes = recipe.resolve(
             TrainConfig(batch_size=batch_size, steps_per_epoch=steps_per_epoch),

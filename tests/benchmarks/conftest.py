@@ -2,9 +2,9 @@
 
 import pathlib
 import subprocess
-import sys
 
 import pytest
+from fresh_python import python_command
 
 BENCHMARKS = pathlib.Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -12,9 +12,9 @@ BENCHMARKS = pathlib.Path(__file__).resolve().parents[2] / "benchmarks"
 @pytest.fixture(scope="session")
 def run_benchmark():
     """`run_benchmark("bench_x.py", *flags, timeout=300)`: the script in a fresh
-    Python process; its `CompletedProcess` (text stdout and stderr)."""
+    Python process (tests/fresh_python.py); its `CompletedProcess` (text stdout and stderr)."""
     def run(script, *flags, timeout=300):
-        return subprocess.run([sys.executable, str(BENCHMARKS / script), *flags],
+        return subprocess.run([python_command(), str(BENCHMARKS / script), *flags],
                               capture_output=True, text=True, timeout=timeout)
 
     return run

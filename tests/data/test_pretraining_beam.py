@@ -18,16 +18,15 @@ tests also need `dask[distributed]`.
 import ast
 import hashlib
 import json
-import os
 import pathlib
 import re
 import subprocess
-import sys
 import sysconfig
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from fresh_python import python_command
 
 pytest.importorskip("apache_beam")
 
@@ -38,7 +37,6 @@ from tfbert.text.tokenizer import BertTokenizer  # noqa: E402
 ROOT = pathlib.Path(__file__).parents[2]
 DATA = ROOT / "tests" / "data" / "pretraining"
 VOCAB = DATA / "vocab.txt"
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 SETTINGS = dict(seq_length=32, dupe_factor=2, num_shards=3, max_predictions_per_seq=6)
 # The runners the tests run here, as flags of the tool ({dask}: the scheduler's address).
 RUNNERS = {
@@ -51,7 +49,9 @@ RUNNERS = {
 
 
 def tool(name, *flags, timeout=600):
-    return subprocess.run([sys.executable, str(ROOT / "tools" / name), *flags], env=ENV,
+    """The tool in a fresh Python (tests/fresh_python.py: TensorFlow imported once per
+    worker; tests/conftest.py sets TF_CPP_MIN_LOG_LEVEL for it)."""
+    return subprocess.run([python_command(), str(ROOT / "tools" / name), *flags],
                           capture_output=True, text=True, timeout=timeout)
 
 

@@ -17,15 +17,17 @@ import sys
 import time
 
 import pytest
+from fresh_python import python_command
 
 ROOT = pathlib.Path(__file__).parents[2]
 DATA = ROOT / "tests" / "data" / "pretraining"
 VOCAB = DATA / "vocab.txt"
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
 def tool(name, *flags):
-    return [sys.executable, str(ROOT / "tools" / name), *flags]
+    """The tool in a fresh Python (tests/fresh_python.py: TensorFlow imported once
+    per worker; tests/conftest.py sets TF_CPP_MIN_LOG_LEVEL for it)."""
+    return [python_command(), str(ROOT / "tools" / name), *flags]
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +41,7 @@ def records(tmp_path_factory):
     subprocess.run(
         tool("create_pretraining_data.py", f"--input_files={corpus}", f"--vocab_file={VOCAB}",
              f"--output_dir={out}", "--seq_length=64"),
-        check=True, env=ENV, timeout=300, capture_output=True,
+        check=True, timeout=300, capture_output=True,
     )
     return str(out / "*.tfrecord")
 
@@ -62,7 +64,7 @@ def read_log(model_dir):
 def sigterm_once_trained(cmd, model_dir, settle):
     """Runs `cmd`, sends SIGTERM `settle` seconds after its first backup
     (training has started), and returns its output once it exits cleanly."""
-    proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     meta = model_dir / "backup" / "training_metadata.json"
     deadline = time.time() + 300
@@ -79,7 +81,7 @@ def test_pretraining_halves_the_mlm_loss_and_learns_nsp(records, tmp_path):
     """About two minutes: 500 steps of a tiny model, as few as halve the MLM
     loss and lift NSP accuracy above chance on this corpus."""
     model_dir = tmp_path / "run"
-    result = subprocess.run(pretrain_flags(records, model_dir, 500, 50), env=ENV,
+    result = subprocess.run(pretrain_flags(records, model_dir, 500, 50),
                             timeout=600, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
     rows = read_log(model_dir)
@@ -109,7 +111,7 @@ def test_pretraining_halves_the_mlm_loss_and_learns_nsp(records, tmp_path):
     result = subprocess.run(
         pretrain_flags(records, cont_dir, 20, 10, f"--init_checkpoint={summary['checkpoint']}",
                        "--set", "pretrain.warmup_steps=5", "--learning_rate=1e-4"),
-        env=ENV, timeout=600, capture_output=True, text=True,
+        timeout=600, capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     rows = read_log(cont_dir)
@@ -120,9 +122,12 @@ def test_pretraining_halves_the_mlm_loss_and_learns_nsp(records, tmp_path):
 @pytest.mark.slow
 def test_killed_run_resumes_without_repeating_or_skipping(records, tmp_path):
     model_dir = tmp_path / "run"
-    cmd = pretrain_flags(records, model_dir, 120, 20, "--set", "encoder.num_layers=1")
+    # A real interpreter: SIGKILL must reach the training process itself (the
+    # fresh-python shim would pass it on only after the shim's own death).
+    cmd = [sys.executable, *pretrain_flags(records, model_dir, 120, 20, "--set",
+                                           "encoder.num_layers=1")[1:]]
     ckpt = model_dir / "checkpoints" / "ckpt-00000040.weights.h5"
-    proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.time() + 300
     while not ckpt.exists() and proc.poll() is None and time.time() < deadline:
         time.sleep(0.1)
@@ -133,7 +138,7 @@ def test_killed_run_resumes_without_repeating_or_skipping(records, tmp_path):
     assert done_before[:2] == [0, 1] and len(done_before) < 6
     assert not (model_dir / "summary.json").exists()
 
-    result = subprocess.run(cmd, env=ENV, timeout=600, capture_output=True, text=True)
+    result = subprocess.run(cmd, timeout=600, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"Resuming at epoch {len(done_before)}" in result.stdout
     # Every epoch (20-step chunk) exactly once across the two runs.
@@ -158,7 +163,7 @@ def test_sigterm_mid_epoch_saves_the_step_and_the_rerun_redoes_none(records, tmp
     extra = ("--set", "encoder.num_layers=1", "--set", "train.tensorboard=false",
              "--nojit_compile")
     reference = subprocess.run(pretrain_flags(records, tmp_path / "ref", 200, 100, *extra),
-                               env=ENV, timeout=600, capture_output=True, text=True)
+                               timeout=600, capture_output=True, text=True)
     assert reference.returncode == 0, reference.stderr[-3000:]
 
     model_dir = tmp_path / "run"
@@ -170,7 +175,7 @@ def test_sigterm_mid_epoch_saves_the_step_and_the_rerun_redoes_none(records, tmp
     assert json.loads(meta.read_text()) == {"epoch": 1, "batch": stopped - 100}
     assert not (model_dir / "summary.json").exists()
 
-    result = subprocess.run(cmd, env=ENV, timeout=600, capture_output=True, text=True)
+    result = subprocess.run(cmd, timeout=600, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"Resuming at epoch 1 (step {stopped})" in result.stdout
     # Not one step redone or skipped: the weights equal the uninterrupted run's.
@@ -185,7 +190,7 @@ def test_span_masking_with_boundary_objective_mlm_only(records, tmp_path):
         pretrain_flags(records, model_dir, 40, 20, "--masking_strategy=span", "--nouse_nsp",
                        "--set", "pretrain.span_boundary_objective=true",
                        "--set", "encoder.num_layers=1", "--nojit_compile"),
-        env=ENV, timeout=600, capture_output=True, text=True,
+        timeout=600, capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     rows = read_log(model_dir)
@@ -206,14 +211,14 @@ def test_static_masks_from_the_data_tool(tmp_path):
         tool("create_pretraining_data.py", f"--input_files={corpus}", f"--vocab_file={VOCAB}",
              f"--output_dir={tmp_path / 'static'}", "--seq_length=64", "--static_masking",
              "--max_predictions_per_seq=10", "--dupe_factor=3"),
-        check=True, env=ENV, timeout=300, capture_output=True,
+        check=True, timeout=300, capture_output=True,
     )
     model_dir = tmp_path / "run"
     result = subprocess.run(
         pretrain_flags(str(tmp_path / "static" / "*.tfrecord"), model_dir, 20, 10,
                        "--set", "pretrain.dynamic_masking=false", "--set", "encoder.num_layers=1",
                        "--batch_size=8", "--nojit_compile"),
-        env=ENV, timeout=600, capture_output=True, text=True,
+        timeout=600, capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads((model_dir / "summary.json").read_text())["step"] == 20
@@ -228,7 +233,7 @@ def test_sop_with_held_out_eval_each_epoch_and_export_of_a_saved_step(tmp_path):
         tool("create_pretraining_data.py", f"--input_files={corpus}", f"--vocab_file={VOCAB}",
              f"--output_dir={data}", "--seq_length=48", "--next_sentence_task=sop",
              "--eval_fraction=0.15"),
-        env=ENV, timeout=300, capture_output=True, text=True,
+        timeout=300, capture_output=True, text=True,
     )
     assert made.returncode == 0, made.stderr[-2000:]
     assert "swapped" in made.stdout and "held out in eval/" in made.stdout
@@ -237,7 +242,7 @@ def test_sop_with_held_out_eval_each_epoch_and_export_of_a_saved_step(tmp_path):
         pretrain_flags(str(data / "*.tfrecord"), model_dir, 20, 10, "--next_sentence_task=sop",
                        "--set", "encoder.num_layers=1", "--batch_size=8",
                        "--nojit_compile"),
-        env=ENV, timeout=600, capture_output=True, text=True,
+        timeout=600, capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"evaluating {data / 'eval' / '*.tfrecord'}" in result.stdout
@@ -250,7 +255,7 @@ def test_sop_with_held_out_eval_each_epoch_and_export_of_a_saved_step(tmp_path):
 
     # The weights of step 10 (a periodic checkpoint) as a tfbert checkpoint dir.
     result = subprocess.run(tool("pretrain.py", f"--model_dir={model_dir}", "--export_step=10"),
-                            env=ENV, timeout=300, capture_output=True, text=True)
+                            timeout=300, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
     from tfbert import checkpoint
 
@@ -270,7 +275,7 @@ def test_gradient_accumulation_counts_updates(records, tmp_path):
     result = subprocess.run(
         pretrain_flags(records, model_dir, 8, 4, "--set", "train.gradient_accumulation_steps=2",
                        "--set", "encoder.num_layers=1", "--nojit_compile"),
-        env=ENV, timeout=600, capture_output=True, text=True,
+        timeout=600, capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads((model_dir / "summary.json").read_text())
@@ -296,7 +301,7 @@ def test_budget_run_ends_on_time_with_the_learning_rate_at_zero(records, tmp_pat
     # The first epoch's tracing takes about 10 s of the clock (more on a loaded
     # machine): 30 s leave several epochs after it.
     budget, peak = 30.0, 2e-3
-    result = subprocess.run(budget_flags(records, model_dir, budget / 60), env=ENV,
+    result = subprocess.run(budget_flags(records, model_dir, budget / 60),
                             timeout=600, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads((model_dir / "summary.json").read_text())
@@ -332,7 +337,7 @@ def test_budget_run_ends_on_time_with_the_learning_rate_at_zero(records, tmp_pat
     assert encoder.config.norm_first
     assert not checkpoint.read_checkpoint(summary["checkpoint"]).prefixed_weights("nsp")
     # A rerun of a finished budget run does not train on.
-    again = subprocess.run(budget_flags(records, model_dir, budget / 60), env=ENV,
+    again = subprocess.run(budget_flags(records, model_dir, budget / 60),
                            timeout=600, capture_output=True, text=True)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "the time budget of this run is spent" in again.stdout
@@ -350,7 +355,7 @@ def test_sigterm_budget_run_resumes_with_the_remaining_budget(records, tmp_path)
     assert 0 < spent_first < budget - 10, out[-2000:]
     assert not (model_dir / "summary.json").exists()
 
-    result = subprocess.run(cmd, env=ENV, timeout=600, capture_output=True, text=True)
+    result = subprocess.run(cmd, timeout=600, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
     restored = float(re.search(r"Time budget: ([\d.]+) s of 30.0 s spent before this run",
                                result.stdout).group(1))
@@ -369,7 +374,7 @@ def test_sigterm_budget_run_resumes_with_the_remaining_budget(records, tmp_path)
 
 
 def test_budget_shorter_than_one_step_is_one_error_line(records, tmp_path):
-    result = subprocess.run(budget_flags(records, tmp_path / "run", 0.0005), env=ENV,
+    result = subprocess.run(budget_flags(records, tmp_path / "run", 0.0005),
                             timeout=600, capture_output=True, text=True)
     assert result.returncode == 1
     errors = [line for line in result.stderr.splitlines() if line.startswith("pretrain: error:")]

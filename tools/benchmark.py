@@ -27,7 +27,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 BENCHMARKS = ("encoder", "tokenizer", "pretrain", "finetune", "qa", "sentence_embedding",
               "bucketing", "distill", "pretrain_payoff", "long_text", "peers", "quality",
-              "latency", "accumulation", "lora", "index", "rerank", "keras_fit", "pretrain_step", "probe")
+              "latency", "accumulation", "lora", "index", "rerank", "keras_fit", "pretrain_step",
+              "probe", "pruning")
 # Not in the default run: peers (needs the bench extra) and quality (about two
 # hours on 2 cores: every task over seeds, tfbert and the transformers reference).
 # latency: serving latency from raw strings against the peers (bench extra).
@@ -36,7 +37,9 @@ BENCHMARKS = ("encoder", "tokenizer", "pretrain", "finetune", "qa", "sentence_em
 # rerank: bi-encoders and cross-encoders over 3 seeds (about 40 minutes per seed; quality
 # runs it too, as its `rerank` task).
 # probe: tools/probe.py --task=tags on MiniLM over 5,000 sentences (goal: under 10 minutes).
-SEPARATE = ("peers", "quality", "latency", "lora", "index", "rerank", "probe")
+# pruning: MiniLM's head-pruning curve over 3 seeds on two tasks, and the pruned export's
+# speed (about 15 minutes).
+SEPARATE = ("peers", "quality", "latency", "lora", "index", "rerank", "probe", "pruning")
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("what", [b for b in BENCHMARKS if b not in SEPARATE],

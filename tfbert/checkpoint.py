@@ -115,6 +115,10 @@ class TokenClassifierSettings:
     label_list: Optional[list] = None
     seq_length: Optional[int] = at_least(2, None)
     dropout: float = in_range(0.0, 1.0, 0.1, high_open=True)
+    long_text: str = one_of(("truncate", "windows"), "truncate")
+    doc_stride: Optional[int] = at_least(1, None)
+    doc_overlap: Optional[int] = at_least(0, None)
+    max_windows: int = at_least(1, 64)
 
     def __post_init__(self):
         config_loader.validate(self)

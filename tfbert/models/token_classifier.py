@@ -22,6 +22,13 @@ token-classification pipeline without aggregation): `word`, `tag`, `score`
 `seq_length` wordpieces are not tagged. `predict(..., return_logits=True)`
 gives each text's first-piece logits `[words, num_classes]` instead.
 
+Long texts: `long_text="truncate"` (the default) tags the words of the first
+`seq_length` wordpieces; `long_text="windows"` reads a text in overlapping
+windows (`tfbert.text.windows`), as the tagging task's `long_text: windows`
+does: in `fit` and `evaluate` each window is one example labelling the words
+in it (the recipe's batch size and schedule count windows); `predict` and the
+export tag every word, each from the window where it has the most context.
+
 Example (a random tiny encoder; `from_pretrained(dir, label_list=...)` for real weights):
 >>> model = TokenClassifier.from_preset("tiny", vocab_file="tests/data/pretraining/vocab.txt",
 ...                                     label_list=["O", "B-LOC"], seq_length=32)
@@ -39,17 +46,20 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert import checkpoint
-from tfbert.data.batching import training_batches
+from tfbert.config_loader import check_int
+from tfbert.data.batching import training_batches, window_stream
 from tfbert.models.encoder_model import EncoderModel
 from tfbert.models.strings_model import StringsModel
 from tfbert.models.text_data import (IDS_HINT, check_batch_size, check_weights, holds_ids,
                                      text_columns)
 from tfbert.models.word_labels import (first_piece_positions, ids_outputs,
                                        logits_at_first_pieces, pack_words, tag_strings,
-                                       tagging_loss, tagging_metrics, weighted_labels,
+                                       tag_strings_in_windows, tagging_loss, tagging_metrics,
+                                       weighted_labels, window_word_labels, window_word_logits,
                                        word_pieces_of)
 from tfbert.text.packer import trim_to_bucket
 from tfbert.text.preprocessor import BertPreprocessor
+from tfbert.text.windows import WINDOW_MODES, window_batches, window_spans
 from tfbert.text.word_splitting import WordSplitter
 
 TAG_ID_CHECK = "tfbert: a dataset tag id is out of range"  # the graph check's message
@@ -118,13 +128,20 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
             takes tags as these strings or as ids, `predict` gives the names.
         dropout: as `BertTokenClassifier`.
         initializer_range: as `BertTokenClassifier`.
+        long_text: "truncate" (words past `seq_length` wordpieces are not
+            tagged) or "windows" (see module doc).
+        doc_stride, doc_overlap: windows' step, or the wordpieces two
+            windows share (at most one; default: half a window).
+        max_windows: windows read per text (the words of a longer one past
+            them are not tagged).
     """
 
     head_prefix = settings_section = SECTION  # save_pretrained: weights prefix, section
     weighted_default_metrics = True  # accuracy over the tagged words, not over padding
 
     def __init__(self, encoder, preprocessor, num_classes=None, label_list=None, dropout=0.1,
-                 initializer_range=None, **kwargs):
+                 initializer_range=None, long_text="truncate", doc_stride=None,
+                 doc_overlap=None, max_windows=64, **kwargs):
         # === Checks ===
         if not isinstance(preprocessor, BertPreprocessor):
             raise TypeError(f"TokenClassifier needs a BertPreprocessor, got "
@@ -147,12 +164,27 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
         if label_list is not None and len(label_list) != num_classes:
             raise ValueError(f"label_list has {len(label_list)} names for num_classes="
                              f"{num_classes}.")
+        if long_text not in WINDOW_MODES:
+            raise ValueError(f"long_text must be one of {WINDOW_MODES}, got {long_text!r}.")
+        doc_stride = check_int(doc_stride, "doc_stride", 1, allow_none=True)
+        doc_overlap = check_int(doc_overlap, "doc_overlap", 0, allow_none=True)
+        max_windows = check_int(max_windows, "max_windows", 1)
+        if doc_stride is not None and doc_overlap is not None:
+            raise ValueError("Give doc_stride or doc_overlap, not both.")
+        if doc_overlap is not None and doc_overlap >= preprocessor.seq_length - 2:
+            raise ValueError(f"doc_overlap={doc_overlap} must be < {preprocessor.seq_length - 2}, "
+                             f"the wordpieces of a window at seq_length="
+                             f"{preprocessor.seq_length}.")
         kwargs.setdefault("name", "token_classifier")
         super().__init__(encoder, int(num_classes), dropout=dropout,
                          initializer_range=initializer_range, **kwargs)
         # === Config ===
         self.preprocessor = preprocessor
         self.label_list = label_list or [str(i) for i in range(self.num_classes)]
+        self.long_text = long_text
+        self.doc_stride = doc_stride
+        self.doc_overlap = doc_overlap
+        self.max_windows = max_windows
         self._auto_optimizer = False  # compile(optimizer="auto"): fit builds the optimizer
         self._splitter = None
 
@@ -173,7 +205,8 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
             num_classes = cls.head_size(head, num_classes, ckpt.weights_path, "token classifier")
             label_list = label_list or settings.label_list
             seq_length = settings.seq_length or seq_length
-            kwargs.setdefault("dropout", settings.dropout)
+            for key in ("dropout", "long_text", "doc_stride", "doc_overlap", "max_windows"):
+                kwargs.setdefault(key, getattr(settings, key))
         preprocessor = BertPreprocessor.from_pretrained(checkpoint_dir, seq_length=seq_length)
         model = cls(encoder, preprocessor, num_classes=num_classes, label_list=label_list,
                     **kwargs)
@@ -228,7 +261,64 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
         return "words", texts
 
     def num_texts(self, x):
-        return len(self.texts(x)[1])
+        """Training examples in `x`: its texts, or with windows, their windows."""
+        kind, texts = self.texts(x)
+        return int(self.windows_per_text(kind, texts).sum()) if self.windowed else len(texts)
+
+    # === Long texts: windows (`tfbert.text.windows`) ===
+
+    @property
+    def windowed(self):
+        return self.long_text == "windows"
+
+    @property
+    def window_args(self):
+        return dict(doc_stride=self.doc_stride, doc_overlap=self.doc_overlap,
+                    max_windows_per_text=self.max_windows)
+
+    def windows_per_text(self, kind, texts):
+        """NumPy int64 `[n]`: the windows of each text (`texts` as `texts()` gives them)."""
+        counts = []
+        for i in range(0, len(texts), 256):
+            batch = _column(kind, texts[i:i + 256])
+            pieces = self._traced(self._piece_counts)(batch)
+            counts.append(window_spans(pieces, self.preprocessor.seq_length - 2,
+                                       **self.window_args)["num_windows"].numpy())
+        return np.concatenate(counts) if counts else np.zeros([0], np.int64)
+
+    def _piece_counts(self, texts):
+        return self.word_pieces(texts)[0].merge_dims(1, 2).row_lengths()
+
+    def _windows(self, texts, tags=None, weights=None):
+        """A batch of texts -> its windows `(inputs, labels, weights)`, one row a
+        window (first pieces weigh 1, or the text's weight)."""
+        spans, inputs, labels = window_word_labels(
+            self.preprocessor, self.word_pieces(texts)[0], self._ragged_tags(tags),
+            self.preprocessor.seq_length, **self.window_args)
+        inputs, labels, first = weighted_labels(inputs, labels, bucketing=False)
+        if weights is not None:
+            first = first * tf.gather(tf.cast(weights, tf.float32), spans["row"])[:, None]
+        return inputs, labels, first
+
+    def _window_inputs(self, texts, *rest):
+        return window_word_labels(self.preprocessor, self.word_pieces(texts)[0], None,
+                                  self.preprocessor.seq_length, **self.window_args)[1]
+
+    def _window_words(self, texts):
+        """Graph ops, windows: what `_per_text` reads of a batch of texts, every
+        word tagged from its best window."""
+        pieces, starts, ends = self.word_pieces(texts)
+        if texts.shape.rank == 2:
+            texts = tf.strings.reduce_join(texts, axis=1, separator=" ")
+        word_logits, kept = window_word_logits(lambda ids: self(ids, training=False),
+                                               self.preprocessor, pieces,
+                                               self.preprocessor.seq_length, **self.window_args)
+
+        def per_text(values, default):
+            return tf.RaggedTensor.from_row_splits(values, pieces.row_splits).to_tensor(default)
+
+        return {"word_logits": per_text(word_logits, 0.0), "kept": per_text(kept, False),
+                "start": starts.to_tensor(), "end": ends.to_tensor(), "text": texts}
 
     def words_of(self, kind, texts):
         """Each text's words as the model reads them (graph ops for strings)."""
@@ -337,13 +427,17 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
         pieces = self.word_pieces(texts)[0]
         if tags is None:
             return trim_to_bucket(pack_words(self.preprocessor, pieces))
-        if not isinstance(tags, tf.RaggedTensor):
-            tags = tf.RaggedTensor.from_tensor(tags)
         inputs, labels, first = weighted_labels(*pack_words(self.preprocessor, pieces,
-                                                            tf.cast(tags, tf.int32)))
+                                                            self._ragged_tags(tags)))
         if weights is not None:
             first = first * tf.cast(weights, tf.float32)[:, None]
         return inputs, labels, first
+
+    @staticmethod
+    def _ragged_tags(tags):
+        if tags is None or isinstance(tags, tf.RaggedTensor):
+            return None if tags is None else tf.cast(tags, tf.int32)
+        return tf.RaggedTensor.from_tensor(tf.cast(tags, tf.int32))
 
     def _predict_inputs(self, texts):
         """`(inputs, words)`: the batch's ids and, per text, what `predict_step`
@@ -369,6 +463,8 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
         makes of texts alone) from texts and tags, tokenized and aligned in
         its `map`. `shuffle`: the fine-tuning stream (`training_batches`)."""
         batch_size = check_batch_size(batch_size, 32)
+        if self.windowed and encode is None:
+            encode = self._windows if with_targets else self._window_inputs
         encode = self._traced(encode or self._encode)
         if isinstance(x, tf.data.Dataset):
             if y is not None or sample_weight is not None:
@@ -386,15 +482,12 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
                 ds = ds.map(lambda t, *rest: encode(t), num_parallel_calls=tf.data.AUTOTUNE)
             else:
                 ds = ds.map(encode, num_parallel_calls=tf.data.AUTOTUNE)
+            if self.windowed:  # a batch of texts made a batch of windows: batch again
+                ds = ds.unbatch().batch(batch_size).map(_trim_windows)
             return ds.prefetch(tf.data.AUTOTUNE)
         kind, texts = self.texts(x)
         n = len(texts)
-        if kind == "words":
-            column = tf.RaggedTensor.from_row_lengths(
-                tf.constant([w for t in texts for w in t], tf.string),
-                np.array([len(t) for t in texts], np.int64))
-        else:
-            column = tf.constant(list(texts), tf.string)
+        column = _column(kind, texts)
         parts = (column,)
         if with_targets:
             parts += (self.targets(y, kind, texts),)
@@ -402,6 +495,16 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
             if weights is not None:
                 parts += (weights,)
         ds = tf.data.Dataset.from_tensor_slices(parts if len(parts) > 1 else column)
+        if self.windowed:
+            windows = int(self.windows_per_text(kind, texts).sum())
+            finish = _trim_windows if with_targets else trim_to_bucket
+            if shuffle:
+                return window_stream(ds, encode, batch_size, n, windows, seed, drop_remainder,
+                                     finish, ragged=kind == "words")
+            # A known length: Keras warns "ran out of data" after a dataset of unknown length.
+            return window_stream(ds, encode, batch_size, finish=finish,
+                                 ragged=kind == "words").apply(
+                tf.data.experimental.assert_cardinality(-(-windows // batch_size)))
         if shuffle:
             ds = training_batches(ds, n, batch_size, seed, self._num_tokens, drop_remainder)
         else:
@@ -453,10 +556,29 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
         Keras' per-position logits."""
         if holds_ids(x):
             return super().predict(x, batch_size=batch_size, **kwargs)
+        if self.windowed:
+            return self.window_predict(x, check_batch_size(batch_size, 32), return_logits,
+                                       **kwargs)
         data = self.text_batches(x, batch_size=batch_size, with_targets=False,
                                  encode=self._predict_inputs)
         out = super().predict(data, **kwargs)
         return _per_text(out, self.label_list, return_logits)
+
+    def window_predict(self, x, batch_size, return_logits=False, verbose=None):
+        """`predict` with `long_text="windows"`: batches of texts whose windows add
+        up to at most `batch_size` (a text with more is a call of its own), run by
+        one traced function outside Keras' predict; the same per-text results."""
+        if isinstance(x, tf.data.Dataset):
+            raise TypeError("predict with long_text='windows' takes texts (strings or word "
+                            "lists), not a tf.data.Dataset.")
+        kind, texts = self.texts(x)
+        words_of = self._traced(self._window_words)
+        results = []
+        for start, end in window_batches(self.windows_per_text(kind, texts), batch_size):
+            out = words_of(_column(kind, texts[start:end]))
+            results += _per_text({k: v.numpy() for k, v in out.items()}, self.label_list,
+                                 return_logits)
+        return results
 
     # === Ways out ===
 
@@ -475,6 +597,10 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
         call = compiled_call(self, jit_compile)
 
         def serve_text(texts):
+            if self.windowed:
+                return tag_strings_in_windows(call, self.splitter, self.preprocessor,
+                                              self.label_list, texts["text"],
+                                              self.preprocessor.seq_length, **self.window_args)
             return tag_strings(call, self.splitter, self.preprocessor, self.label_list,
                                texts["text"])
 
@@ -488,12 +614,32 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
         `token_classifier` section)."""
         return checkpoint.TokenClassifierSettings(
             label_list=self.label_list, seq_length=self.preprocessor.seq_length,
-            dropout=self.dropout)
+            dropout=self.dropout, long_text=self.long_text, doc_stride=self.doc_stride,
+            doc_overlap=self.doc_overlap, max_windows=self.max_windows)
 
     # === Keras plumbing ===
 
     def head_config(self):
-        return {**super().head_config(), "label_list": self.label_list}
+        return {**super().head_config(), "label_list": self.label_list,
+                "long_text": self.long_text, "doc_stride": self.doc_stride,
+                "doc_overlap": self.doc_overlap, "max_windows": self.max_windows}
+
+
+def _column(kind, texts):
+    """A batch of texts as the graph reads them: strings `[batch]` or words
+    `[batch, (words)]`."""
+    if kind == "words":
+        return tf.RaggedTensor.from_row_lengths(
+            tf.constant([w for t in texts for w in t], tf.string),
+            np.array([len(t) for t in texts], np.int64))
+    return tf.constant(list(texts), tf.string)
+
+
+def _trim_windows(inputs, labels, weights):
+    """A batch of windows cut to a bucket of its longest (the cut columns are padding)."""
+    inputs = trim_to_bucket(inputs)
+    width = tf.shape(inputs["input_mask"])[1]
+    return inputs, labels[:, :width], weights[:, :width]
 
 
 def _dataset_kind(spec):

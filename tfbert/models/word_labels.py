@@ -23,7 +23,7 @@ import keras
 import tensorflow as tf
 
 from tfbert.text.packer import trim_to_bucket
-from tfbert.text.windows import is_max_context
+from tfbert.text.windows import is_max_context, pack_windows, window_values
 
 IGNORE = -1  # label of positions without a word label ([CLS], [SEP], later pieces, padding)
 
@@ -79,6 +79,31 @@ def best_window_word_logits(word_pieces, spans, logits):
     first_piece = word_pieces.values.row_starts()  # flat index of each word's first piece
     first_piece = tf.where(word_pieces.values.row_lengths() > 0, first_piece, n_pieces)
     return tf.gather(per_piece, first_piece), tf.gather(covered, first_piece)
+
+
+def window_word_labels(preprocessor, word_pieces, word_labels, seq_length, **window_args):
+    """`(spans, inputs, labels)` of the windows of texts longer than one
+    sequence (`pack_windows`, `[CLS] window [SEP]`; `window_args` go to
+    `window_spans`): one row a window, each window labelling the first pieces
+    of the words in it (`word_labels` `[batch, (words)]`, or None: no labels)."""
+    spans, inputs = pack_windows(preprocessor, word_pieces.merge_dims(1, 2), seq_length,
+                                 **window_args)
+    if word_labels is None:
+        return spans, inputs
+    labels = window_values(piece_labels(word_pieces, word_labels), spans)
+    return spans, inputs, packed_labels(labels, seq_length)
+
+
+def window_word_logits(call, preprocessor, word_pieces, seq_length, **window_args):
+    """`(logits [words, classes], covered [words])` over the batch's flat words
+    of texts read in windows: `call` (the model on the three id tensors) runs
+    on every window, cut to the longest, and each word is read from its best
+    window (`best_window_word_logits`); `covered` is False past `max_windows`."""
+    spans, inputs = window_word_labels(preprocessor, word_pieces, None, seq_length,
+                                       **window_args)
+    longest = tf.reduce_max(tf.concat([tf.reduce_sum(inputs["input_mask"], 1), [2]], 0))
+    logits = call({k: v[:, :longest] for k, v in inputs.items()})
+    return best_window_word_logits(word_pieces, spans, logits)
 
 
 def word_pieces_of(preprocessor, words):
@@ -214,6 +239,23 @@ def tag_strings(call, splitter, preprocessor, label_list, text):
     logits = call(pack_words(preprocessor, word_pieces))
     word_logits, kept = first_piece_logits(word_pieces, logits)
     return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1),
+            **word_outputs(text, starts, ends, word_logits, kept, label_list)}
+
+
+def tag_strings_in_windows(call, splitter, preprocessor, label_list, text, seq_length,
+                           **window_args):
+    """`tag_strings` for texts longer than one sequence: every word tagged from
+    its best window (`window_word_logits`; words past `max_windows` are not
+    returned), with `word_probabilities` `[batch, words, classes]` in place of
+    the per-position outputs (a position of one window means nothing to the caller)."""
+    text = tf.convert_to_tensor(text)
+    word_pieces, starts, ends = splitter(text)
+    word_logits, kept = window_word_logits(call, preprocessor, word_pieces, seq_length,
+                                           **window_args)
+    probabilities = tf.RaggedTensor.from_value_rowids(
+        tf.nn.softmax(tf.boolean_mask(word_logits, kept), axis=-1),
+        tf.boolean_mask(starts.value_rowids(), kept), nrows=tf.shape(text, out_type=tf.int64)[0])
+    return {"word_probabilities": probabilities.to_tensor(0.0),
             **word_outputs(text, starts, ends, word_logits, kept, label_list)}
 
 

@@ -33,14 +33,13 @@ from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
 from tfbert.metrics import seqeval
 from tfbert.models.token_classifier import TokenClassifier
-# IGNORE and piece_labels are imported from here too (tests, tagging users).
-from tfbert.models.word_labels import (IGNORE, best_window_word_logits, ids_outputs,  # noqa: F401
-                                       pack_words, packed_labels, piece_labels, tag_strings,
-                                       tagging_loss, tagging_metrics, weighted_labels,
-                                       word_outputs, word_pieces_of)
+# IGNORE is imported from here too (tests, tagging users).
+from tfbert.models.word_labels import (IGNORE, ids_outputs, pack_words,  # noqa: F401
+                                       tag_strings, tag_strings_in_windows, tagging_loss,
+                                       tagging_metrics, weighted_labels, window_word_labels,
+                                       window_word_logits, word_pieces_of)
 from tfbert.tasks.base import Task
-from tfbert.text.windows import (WINDOW_MODES, count_windows, pack_windows, window_batches,
-                                 window_values)
+from tfbert.text.windows import WINDOW_MODES, count_windows, window_batches
 from tfbert.text.word_splitting import WordSplitter
 
 
@@ -127,26 +126,23 @@ class TaggingTask(Task):
         """`(spans, inputs[, labels])`: windows of the texts' wordpieces
         (`tfbert.text.windows`), packed `[CLS] window [SEP]`; labels as in
         `pack` (each window labels the first pieces of the words in it)."""
+        return window_word_labels(self.preprocessor, word_pieces, word_labels,
+                                  self.config.seq_length, **self.window_args)
+
+    @property
+    def window_args(self):
         c = self.config
-        pieces = word_pieces.merge_dims(1, 2)
-        spans, inputs = pack_windows(self.preprocessor, pieces, c.seq_length,
-                                     doc_stride=c.doc_stride, doc_overlap=c.doc_overlap,
-                                     max_windows_per_text=c.max_windows)
-        if word_labels is None:
-            return spans, inputs
-        labels = window_values(piece_labels(word_pieces, word_labels), spans)
-        return spans, inputs, packed_labels(labels, c.seq_length)
+        return dict(doc_stride=c.doc_stride, doc_overlap=c.doc_overlap,
+                    max_windows_per_text=c.max_windows)
 
     def word_logits(self, model, word_pieces, call=None):
         """Graph ops, windows: logits of every word's first piece, each from the
         window where that piece has the most context (google-research's rule).
         Returns `(logits [words, classes], covered [words])` over the batch's
         flat words; `covered` is False for words past `max_windows`."""
-        call = call or compiled_call(model, jit_compile=False)
-        spans, inputs = self.pack_windows(word_pieces)
-        longest = tf.reduce_max(tf.concat([tf.reduce_sum(inputs["input_mask"], 1), [2]], 0))
-        logits = call({k: v[:, :longest] for k, v in inputs.items()})
-        return best_window_word_logits(word_pieces, spans, logits)
+        return window_word_logits(call or compiled_call(model, jit_compile=False),
+                                  self.preprocessor, word_pieces, self.config.seq_length,
+                                  **self.window_args)
 
     def dataset(self, path, batch_size, training=False, seed=0):
         """`(inputs, labels, sample_weights)` batches; weight 1 on each word's first piece."""
@@ -283,17 +279,8 @@ class TaggingTask(Task):
             self._splitter = WordSplitter(self.preprocessor)
         if not self.windowed:  # one packed sequence a text (tfbert.models.word_labels)
             return tag_strings(call, self._splitter, self.preprocessor, self.label_list, text)
-        text = tf.convert_to_tensor(text)
-        word_pieces, starts, ends = self.text_words(text)
-        # Every word, tagged from its best window; words past max_windows are not returned.
-        word_logits, keep = self.word_logits(model, word_pieces, call)
-        outputs = word_outputs(text, starts, ends, word_logits, keep, self.label_list)
-        # Per word: a position of one window means nothing to the caller.
-        probabilities = tf.RaggedTensor.from_value_rowids(
-            tf.nn.softmax(tf.boolean_mask(word_logits, keep), axis=-1),
-            tf.boolean_mask(starts.value_rowids(), keep),
-            nrows=tf.shape(text, out_type=tf.int64)[0])
-        return {"word_probabilities": probabilities.to_tensor(0.0), **outputs}
+        return tag_strings_in_windows(call, self._splitter, self.preprocessor, self.label_list,
+                                      text, self.config.seq_length, **self.window_args)
 
     def predict(self, model, text, batch_size=64):
         """`[[(word, tag, start, end), ...] per string]` with character offsets.

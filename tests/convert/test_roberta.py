@@ -107,11 +107,13 @@ def test_tokenizer_files_travel(roberta_dirs, bpe_tokenizer_dir):
 
 
 def test_text_classifier_on_strings_and_its_export(roberta_dirs, bpe_tokenizer_dir, hf_test,
-                                                  tmp_path, run_python):
+                                                  tmp_path, run_python,
+                                                  raises_one_line_from_tfbert):
     """A converted RoBERTa reads raw strings: BertPreprocessor.from_pretrained
     tokenizes and packs as RobertaTokenizerFast, so the encoder's output equals
     RobertaModel's; the strings-in export passes the op rule and serves the
-    same logits in a fresh process."""
+    same logits in a fresh process; save_pretrained keeps the tokenizer;
+    OpenVINO refuses it in one line."""
     from tfbert import TextClassifier
     from tfbert.export import op_check
 
@@ -142,6 +144,18 @@ print(json.dumps(m.signatures["serving_default"](text=tf.constant({texts!r}))["l
                  .numpy().tolist()))
 """)
     np.testing.assert_allclose(json.loads(served.strip().splitlines()[-1]), logits, atol=1e-5)
+    # save_pretrained keeps the BPE files: the saved classifier reads strings the same.
+    saved = classifier.save_pretrained(str(tmp_path / "saved"))
+    assert checkpoint.read_checkpoint(saved).tokenizer == "byte_level_bpe"
+    again = TextClassifier.from_pretrained(saved)
+    np.testing.assert_allclose(again.predict(texts, verbose=0), logits, atol=1e-5)
+    # The OpenVINO export builds WordPiece tokenizers only: refused in one line.
+    pytest.importorskip("openvino")
+    from tfbert.export.openvino import export_openvino
+
+    raises_one_line_from_tfbert(
+        "openvino", lambda: export_openvino(export_dir, str(tmp_path / "ov")),
+        r"tokenizes with byte_level_bpe; tfbert's OpenVINO export builds WordPiece")
 
 
 def test_sentence_transformers_on_roberta(roberta_dirs, tmp_path, batch, hf_test):

@@ -195,6 +195,16 @@ class BertPreprocessor(keras.layers.Layer):
         `padding_id`, `mask_id` as int32 scalar tensors (as TF Hub)."""
         return {k: tf.constant(v, tf.int32) for k, v in self.vocab.special_tokens_dict().items()}
 
+    def checkpoint_tokenizer(self, tmp_dir):
+        """`checkpoint.save_checkpoint`'s tokenizer keywords for this
+        preprocessor (none for WordPiece); byte-level BPE's `vocab.json` and
+        `merges.txt` are written into `tmp_dir`, which must outlive the call."""
+        if self.tokenizer_kind != BYTE_LEVEL_BPE:
+            return {}
+        bpe_files.write_bpe_files(tmp_dir, self.vocab.tokens, self.tokenizer.merges)
+        return {"tokenizer": BYTE_LEVEL_BPE, "tokenizer_files": {
+            name: os.path.join(tmp_dir, name) for name in checkpoint.BPE_FILES}}
+
     # === Tokens as strings ===
 
     def id_to_token(self, ids):

@@ -160,3 +160,16 @@ def test_preprocessor_offsets_config_and_specials(preprocessor, reference):
                        "end_of_segment_id": 2, "padding_id": 1, "mask_id": 4}
     assert preprocessor.detokenize(preprocessor(["Open the file."])["input_word_ids"]
                                    ).numpy().tolist() == [b"Open the file."]
+
+
+def test_pair_windows_fit_robertas_four_special_tokens(preprocessor):
+    """pack_windows after a prefix (a pair's first text): every window's pieces
+    fit beside <s> prefix </s></s> ... </s>, none cut by the packer."""
+    from tfbert.text.windows import pack_windows
+
+    texts = tf.constant(docstring_sentences(12))
+    pieces = preprocessor.tokenize(texts).merge_dims(1, 2)
+    prefix = pieces[:, :5]
+    spans, inputs = pack_windows(preprocessor, pieces, 24, prefix=prefix, doc_stride=6)
+    kept = tf.gather(prefix.row_lengths(), spans["row"]) + spans["window_length"] + 4
+    assert inputs["input_mask"].numpy().sum(1).tolist() == kept.numpy().tolist()

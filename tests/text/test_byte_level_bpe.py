@@ -160,6 +160,8 @@ def test_preprocessor_offsets_config_and_specials(preprocessor, reference):
                        "end_of_segment_id": 2, "padding_id": 1, "mask_id": 4}
     assert preprocessor.detokenize(preprocessor(["Open the file."])["input_word_ids"]
                                    ).numpy().tolist() == [b"Open the file."]
+    pieces = preprocessor.wordpieces(["Open the file."]).merge_dims(1, 2).to_list()[0]
+    assert [p.decode() for p in pieces] == reference.tokenize("Open the file.")
 
 
 def test_pair_windows_fit_robertas_four_special_tokens(preprocessor):

@@ -214,7 +214,8 @@ class BertPreprocessor(keras.layers.Layer):
         return self.tokenizer.token_to_id(tokens)
 
     def wordpieces(self, strings):
-        return self.tokenizer.wordpieces(strings)
+        """Token strings `[batch, (words), (pieces)]` (byte-level BPE: "Ġthe")."""
+        return self.tokenizer.id_to_token(self.tokenize(strings))
 
     def detokenize(self, ids):
         if self.tokenizer_kind == BYTE_LEVEL_BPE:

@@ -106,14 +106,56 @@ def test_tokenizer_files_travel(roberta_dirs, bpe_tokenizer_dir):
     assert tokens == sorted(vocab, key=vocab.get)
 
 
-def test_wordpiece_preprocessor_refuses_a_bpe_checkpoint(roberta_dirs,
-                                                         raises_one_line_from_tfbert):
-    from tfbert import BertPreprocessor
+def test_text_classifier_on_strings_and_its_export(roberta_dirs, bpe_tokenizer_dir, hf_test,
+                                                  tmp_path, run_python,
+                                                  raises_one_line_from_tfbert):
+    """A converted RoBERTa reads raw strings: BertPreprocessor.from_pretrained
+    tokenizes and packs as RobertaTokenizerFast, so the encoder's output equals
+    RobertaModel's; the strings-in export passes the op rule and serves the
+    same logits in a fresh process; save_pretrained keeps the tokenizer;
+    OpenVINO refuses it in one line."""
+    from tfbert import TextClassifier
+    from tfbert.export import op_check
 
-    out = roberta_dirs["RobertaModel"][2]
-    raises_one_line_from_tfbert("bpe preprocessor", lambda: BertPreprocessor.from_pretrained(out),
-                                r"config\.json: tokenizer 'byte_level_bpe': BertPreprocessor "
-                                r"tokenizes with WordPiece only")
+    src, model, out = roberta_dirs["RobertaModel"]
+    classifier = TextClassifier.from_pretrained(out, num_classes=2, seq_length=32)
+    texts = hf_test.sentences
+    inputs = classifier.preprocessor(texts)
+    reference = transformers.AutoTokenizer.from_pretrained(str(bpe_tokenizer_dir))
+    batch = dict(reference(texts, padding="max_length", truncation=True, max_length=32,
+                           return_tensors="np"))
+    assert inputs["input_word_ids"].numpy().tolist() == batch["input_ids"].tolist()
+    assert inputs["input_mask"].numpy().tolist() == batch["attention_mask"].tolist()
+    with torch.no_grad():
+        want = model(**hf_test.torch_inputs(batch)).last_hidden_state.numpy()
+    got = classifier.encoder(inputs)["sequence_output"]
+    diff = hf_test.masked_max_diff(got, want, batch["attention_mask"])
+    print(f"RobertaModel vs tfbert from strings: sequence_output {diff:.2e}")
+    assert diff <= 1e-5
+    logits = classifier.predict(texts, verbose=0)
+    assert logits.shape == (len(texts), 2)
+    export_dir = classifier.export(str(tmp_path / "export"))
+    op_check.check_op_rule(export_dir)
+    served = run_python(f"""
+import json
+import tensorflow as tf
+m = tf.saved_model.load({export_dir!r})
+print(json.dumps(m.signatures["serving_default"](text=tf.constant({texts!r}))["logits"]
+                 .numpy().tolist()))
+""")
+    np.testing.assert_allclose(json.loads(served.strip().splitlines()[-1]), logits, atol=1e-5)
+    # save_pretrained keeps the BPE files: the saved classifier reads strings the same.
+    saved = classifier.save_pretrained(str(tmp_path / "saved"))
+    assert checkpoint.read_checkpoint(saved).tokenizer == "byte_level_bpe"
+    again = TextClassifier.from_pretrained(saved)
+    np.testing.assert_allclose(again.predict(texts, verbose=0), logits, atol=1e-5)
+    # The OpenVINO export builds WordPiece tokenizers only: refused in one line.
+    pytest.importorskip("openvino")
+    from tfbert.export.openvino import export_openvino
+
+    raises_one_line_from_tfbert(
+        "openvino", lambda: export_openvino(export_dir, str(tmp_path / "ov")),
+        r"tokenizes with byte_level_bpe; tfbert's OpenVINO export builds WordPiece")
 
 
 def test_sentence_transformers_on_roberta(roberta_dirs, tmp_path, batch, hf_test):
@@ -181,3 +223,17 @@ def test_unsupported_model_type_names_the_supported(roberta_dirs, tmp_path,
     raises_one_line_from_tfbert(
         "positions", lambda: from_huggingface(hf, tmp_path / "o"),
         r"max_position_embeddings=2 leaves no position after pad_token_id \+ 1 = 2")
+
+
+def test_bpe_checkpoint_missing_a_tokenizer_file(roberta_dirs, tmp_path,
+                                                 raises_one_line_from_tfbert):
+    from tfbert import BertPreprocessor
+
+    for name in ("merges.txt", "vocab.json"):
+        ckpt = tmp_path / name
+        shutil.copytree(roberta_dirs["RobertaModel"][2], ckpt)
+        (ckpt / name).unlink()
+        raises_one_line_from_tfbert(
+            name, lambda: BertPreprocessor.from_pretrained(ckpt),
+            rf"Not a byte-level BPE checkpoint: \S*{name} is missing \(\S*config\.json says "
+            r"tokenizer 'byte_level_bpe'\)")

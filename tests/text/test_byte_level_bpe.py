@@ -1,6 +1,7 @@
-"""ByteLevelBPETokenizer against transformers' fast RoBERTa tokenizer built
-from the same files (a byte-level BPE trained by HF `tokenizers` on
-standard-library docstrings), the export op rule, and bad files."""
+"""ByteLevelBPETokenizer, and BertPreprocessor over it, against transformers'
+fast RoBERTa tokenizer built from the same files (a byte-level BPE trained by
+HF `tokenizers` on standard-library docstrings), the export op rule, and bad
+files."""
 
 import ast
 import inspect
@@ -11,9 +12,9 @@ import re
 import pytest
 import tensorflow as tf
 
+from tfbert import BertPreprocessor
 from tfbert.export import op_check
-from tfbert.text.byte_level_bpe import ByteLevelBPETokenizer
-from tfbert.text.packer import pack_roberta_inputs
+from tfbert.text.byte_level_bpe import ByteLevelBPETokenizer, bytes_to_unicode
 
 
 def multilingual_lines():
@@ -108,21 +109,69 @@ def test_merge_outside_vocabulary():
         ByteLevelBPETokenizer(["a", "b", "c", "ab"], [("a", "b"), ("ab", "c")])
 
 
-@pytest.mark.parametrize("seq_length", [9, 16, 33])
-def test_roberta_packing_matches_transformers(tokenizer, reference, seq_length):
-    sentences = docstring_sentences(60)
-    pairs = list(zip(sentences[::2], sentences[1::2]))
-    pairs += [("ok", sentences[5]), (sentences[7], "ok"), ("Open it.", "Close it.")]
-    first = [a for a, _ in pairs]
-    second = [b for _, b in pairs]
-    got = pack_roberta_inputs(tokenizer(tf.constant(first)), tokenizer(tf.constant(second)),
-                              seq_length=seq_length, start_id=0, end_id=2, padding_id=1)
-    want = reference(first, second, truncation=True, max_length=seq_length,
-                     padding="max_length")
-    assert got["input_word_ids"].numpy().tolist() == want["input_ids"]
-    assert got["input_mask"].numpy().tolist() == want["attention_mask"]
-    single = pack_roberta_inputs(tokenizer(tf.constant(first)), seq_length=seq_length)
-    want = reference(first, truncation=True, max_length=seq_length, padding="max_length")
-    assert single["input_word_ids"].numpy().tolist() == want["input_ids"]
-    assert single["input_mask"].numpy().tolist() == want["attention_mask"]
-    assert not got["input_type_ids"].numpy().any()
+@pytest.fixture(scope="module")
+def preprocessor(bpe_dir):
+    return BertPreprocessor(vocab_file=bpe_dir / "vocab.json", merges_file=bpe_dir / "merges.txt",
+                            tokenizer_kind="byte_level_bpe", seq_length=24)
+
+
+def test_preprocessor_matches_transformers(preprocessor, reference):
+    """Single texts and pairs, packed as RobertaTokenizerFast(texts[, texts_b],
+    padding="max_length", truncation=True, max_length=L): the same ids and mask."""
+    sentences = docstring_sentences(80) + multilingual_lines()
+    first, second = sentences[::2], sentences[1::2][:len(sentences[::2])]
+    first, second = first + ["Same length.", "ok"], second + ["Same length.", "ok"]  # ties
+    for args in ([first], [first, second]):
+        want = reference(*args, padding="max_length", truncation=True, max_length=24)
+        got = preprocessor(args if len(args) == 2 else args[0])
+        assert got["input_word_ids"].numpy().tolist() == want["input_ids"]
+        assert got["input_mask"].numpy().tolist() == want["attention_mask"]
+        assert not got["input_type_ids"].numpy().any()
+        for length in (9, 33):  # odd budgets: the tie rule of longest_first
+            want = reference(*args, padding="max_length", truncation=True, max_length=length)
+            got = preprocessor.bert_pack_inputs([preprocessor.tokenize(t) for t in args],
+                                                seq_length=length)
+            assert got["input_word_ids"].numpy().tolist() == want["input_ids"]
+            assert got["input_mask"].numpy().tolist() == want["attention_mask"]
+
+
+def test_preprocessor_offsets_config_and_specials(preprocessor, reference):
+    """Offsets are bytes (tokenize_with_offsets, as WordPiece's): each token's
+    span holds transformers' token's bytes, spaces trimmed off as its
+    trim_offsets does; get_config round-trips; RoBERTa's special ids."""
+    byte_of = {char: bytes([b]) for b, char in bytes_to_unicode().items()}
+    lines = multilingual_lines()
+    ids, starts, limits = [x.merge_dims(1, 2).to_list()
+                           for x in preprocessor.tokenize_with_offsets(tf.constant(lines))]
+    for k, line in enumerate(lines):
+        want = reference(line, add_special_tokens=False)["input_ids"]
+        assert ids[k] == want
+        token_bytes = [b"".join(byte_of[c] for c in t) for t in
+                       reference.convert_ids_to_tokens(want)]
+        text = line.encode("utf-8")
+        assert [text[a:b] for a, b in zip(starts[k], limits[k])] == [
+            t.strip(b" ") for t in token_bytes]
+    clone = BertPreprocessor.from_config(preprocessor.get_config())
+    pairs = [tf.constant(lines[:6]), tf.constant(lines[6:12])]
+    for key, value in preprocessor(pairs).items():
+        assert clone(pairs)[key].numpy().tolist() == value.numpy().tolist()
+    special = {k: int(v) for k, v in preprocessor.get_special_tokens_dict().items()}
+    assert special == {"vocab_size": len(reference), "start_of_sequence_id": 0,
+                       "end_of_segment_id": 2, "padding_id": 1, "mask_id": 4}
+    assert preprocessor.detokenize(preprocessor(["Open the file."])["input_word_ids"]
+                                   ).numpy().tolist() == [b"Open the file."]
+    pieces = preprocessor.wordpieces(["Open the file."]).merge_dims(1, 2).to_list()[0]
+    assert [p.decode() for p in pieces] == reference.tokenize("Open the file.")
+
+
+def test_pair_windows_fit_robertas_four_special_tokens(preprocessor):
+    """pack_windows after a prefix (a pair's first text): every window's pieces
+    fit beside <s> prefix </s></s> ... </s>, none cut by the packer."""
+    from tfbert.text.windows import pack_windows
+
+    texts = tf.constant(docstring_sentences(12))
+    pieces = preprocessor.tokenize(texts).merge_dims(1, 2)
+    prefix = pieces[:, :5]
+    spans, inputs = pack_windows(preprocessor, pieces, 24, prefix=prefix, doc_stride=6)
+    kept = tf.gather(prefix.row_lengths(), spans["row"]) + spans["window_length"] + 4
+    assert inputs["input_mask"].numpy().sum(1).tolist() == kept.numpy().tolist()

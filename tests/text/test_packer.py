@@ -64,7 +64,11 @@ def test_errors():
     with pytest.raises(ValueError, match="max_position_embeddings"):
         pack_inputs([a], 513, 1, 2)
     with pytest.raises(ValueError, match="truncation"):
-        pack_inputs([a], 8, 1, 2, truncation="longest_first")
+        pack_inputs([a], 8, 1, 2, truncation="shortest_first")
+    with pytest.raises(ValueError, match="layout must be one of"):
+        pack_inputs([a], 8, 1, 2, layout="gpt")
+    with pytest.raises(ValueError, match="at least 4 for the special tokens"):
+        pack_inputs([a, a], 3, 1, 2, layout="roberta")
     with pytest.raises(TypeError, match="integer token ids"):
         pack_inputs([tf.ragged.constant([[1.0]])], 8, 1, 2)
     with pytest.raises(ValueError, match="at least one segment"):

@@ -77,6 +77,9 @@ def export_openvino(saved_model_dir, output_dir, precision="fp32", calibration_t
             f"{saved_model_dir} is not a tfbert strings-in task export (it needs serving_default, "
             f"{IDS_SIGNATURE} and the assets/tfbert_text.json that tfbert's task exports write).")
     task = settings.get("model") or "task"
+    if settings.get("tokenizer", "wordpiece") != "wordpiece":
+        raise ValueError(f"The {task} export tokenizes with {settings['tokenizer']}; tfbert's "
+                         "OpenVINO export builds WordPiece tokenizers only.")
     text_inputs = list(settings["text_inputs"])
     serve_text = signatures["serving_default"]
     outputs = sorted(serve_text.structured_outputs)

@@ -6,8 +6,9 @@ WordPiece vocabulary is compiled into a tf-text trie). Runtimes that rebuild
 the tokenizer from the export (`tfbert.export.openvino`) read it here:
 
     <export>/assets/vocab.txt          the vocabulary, one token per line
-    <export>/assets/tfbert_text.json   lower_case, seq_length, truncation,
-                                       max_seq_length, text_inputs, model
+    <export>/assets/tfbert_text.json   tokenizer, lower_case, seq_length,
+                                       truncation, max_seq_length, text_inputs,
+                                       model
 
 `assets/` travels with the SavedModel (TF Serving, copies); TensorFlow does
 not read these two files.
@@ -33,6 +34,7 @@ def write_text_settings(export_dir, track, text_inputs):
     with open(os.path.join(export_dir, VOCAB_FILE), "w", encoding="utf-8") as f:
         f.write("\n".join(preprocessor.vocab.tokens) + "\n")
     settings = {
+        "tokenizer": preprocessor.tokenizer_kind,
         "lower_case": preprocessor.lower_case,
         "seq_length": preprocessor.seq_length,
         "truncation": preprocessor.truncation,

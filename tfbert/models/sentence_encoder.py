@@ -2,6 +2,7 @@
 
 
 import os
+import tempfile
 
 import keras
 import numpy as np
@@ -401,10 +402,12 @@ class SentenceEncoder(keras.Model):
         if self.dense is not None:
             heads["sentence_dense"] = {"kernel": self.dense.kernel.numpy(),
                                        "bias": self.dense.bias.numpy()}
-        return checkpoint.save_checkpoint(
-            out_dir, self.encoder.config, self.encoder.get_named_weights(),
-            self.preprocessor.vocab.tokens, self.preprocessor.lower_case, head_weights=heads,
-            source=source, sentence=self.sentence_config())
+        with tempfile.TemporaryDirectory(prefix="tfbert-tokenizer-") as tmp:
+            return checkpoint.save_checkpoint(
+                out_dir, self.encoder.config, self.encoder.get_named_weights(),
+                self.preprocessor.vocab.tokens, self.preprocessor.lower_case, head_weights=heads,
+                source=source, sentence=self.sentence_config(),
+                **self.preprocessor.checkpoint_tokenizer(tmp))
 
     # === Keras plumbing ===
 

@@ -18,6 +18,7 @@ with_targets, seed, drop_remainder)`, `num_texts(x)`, `default_loss()` and
 only the positions with a weight, as per-word tags do).
 """
 
+import tempfile
 import weakref
 
 import keras
@@ -100,13 +101,15 @@ class StringsModel:
         vocabulary and `settings()` as the `settings_section`) that the
         class's `from_pretrained` reads; its encoder serves any other task too."""
         head = self.get_layer(self.head_layer)
-        return checkpoint.save_checkpoint(
-            out_dir, self.encoder.config, self.encoder.get_named_weights(),
-            self.preprocessor.vocab.tokens, self.preprocessor.lower_case,
-            head_weights={self.head_prefix: {"kernel": head.kernel.numpy(),
-                                             "bias": head.bias.numpy()}},
-            source=source or f"tfbert.{type(self).__name__}",
-            **{self.settings_section: self.settings()})
+        with tempfile.TemporaryDirectory(prefix="tfbert-tokenizer-") as tmp:
+            return checkpoint.save_checkpoint(
+                out_dir, self.encoder.config, self.encoder.get_named_weights(),
+                self.preprocessor.vocab.tokens, self.preprocessor.lower_case,
+                head_weights={self.head_prefix: {"kernel": head.kernel.numpy(),
+                                                 "bias": head.bias.numpy()}},
+                source=source or f"tfbert.{type(self).__name__}",
+                **self.preprocessor.checkpoint_tokenizer(tmp),
+                **{self.settings_section: self.settings()})
 
     # === Training: compile() is the recipe ===
 

@@ -72,10 +72,14 @@ class ByteLevelBPETokenizer(tf.Module):
         super().__init__(name=name)
         check_merges(tokens, merges)
         self.tokens = list(tokens)
+        self.merges = [tuple(merge) for merge in merges]
         byte_chars = bytes_to_unicode()
         self.byte_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
             tf.constant([bytes([b]) for b in range(256)]),
             tf.constant([byte_chars[b] for b in range(256)])), default_value="")
+        self.char_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+            tf.constant([byte_chars[b] for b in range(256)]),
+            tf.constant([bytes([b]) for b in range(256)])), default_value="")
         self.rank_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
             tf.constant([f"{a} {b}" for a, b in merges] or ["\x00"]),
             tf.range(max(len(merges), 1), dtype=tf.int32)), default_value=NO_RANK)
@@ -147,8 +151,15 @@ class ByteLevelBPETokenizer(tf.Module):
 
     def __call__(self, texts):
         """strings `[batch]` -> int32 ragged ids `[batch, (tokens)]`."""
+        return self.tokenize(texts).merge_dims(1, 2)
+
+    tokenize_flat = __call__  # BertTokenizer's name for it (BertPreprocessor calls it)
+
+    def tokenize(self, texts):
+        """strings `[batch]` -> int32 ragged ids `[batch, (pieces), (tokens)]`: the
+        GPT-2 pieces stand where BertTokenizer has words."""
         pieces, symbols, _, word_ids = self.split_and_merge(texts)
-        return by_text(self.id_table.lookup(symbols), word_ids, pieces)
+        return by_piece(self.id_table.lookup(symbols), word_ids, pieces)
 
     def tokenize_with_offsets(self, texts):
         """strings `[batch]` -> `(ids, starts, ends)`, int32 ragged `[batch, (tokens)]`;
@@ -161,6 +172,30 @@ class ByteLevelBPETokenizer(tf.Module):
         [[[3, 4]], [[0, 3]], [[2, 5]]]
         """
         texts = tf.convert_to_tensor(texts, tf.string)
+        pieces, word_ids, ids, starts, ends, text_of_token = self.byte_spans(texts)
+        # Bytes -> characters as tokenizers' converter: a start to the character
+        # holding it (a start at the text's end stays as it is), an end to the
+        # one after the character holding its last byte.
+        text_lengths = tf.strings.length(texts)
+        _, char_starts = tf.strings.unicode_decode_with_offsets(texts, "UTF-8")
+        char_table = tf.cast(char_starts, tf.int32).to_tensor(default_value=2**30)
+        token_text_length = tf.gather(text_lengths, text_of_token)
+        char_start = tf.where(starts < token_text_length,
+                              char_index(char_table, starts, text_of_token), starts)
+        char_end = char_index(char_table, tf.maximum(ends - 1, 0), text_of_token) + 1
+        return tuple(by_text(x, word_ids, pieces) for x in (ids, char_start, char_end))
+
+    def tokenize_with_byte_offsets(self, texts):
+        """`(ids, starts, limits)`, int32 ragged `[batch, (pieces), (tokens)]`: byte
+        offsets into the text, spaces trimmed off as in `tokenize_with_offsets`
+        (BertPreprocessor's offsets are bytes, as tf-text's)."""
+        texts = tf.convert_to_tensor(texts, tf.string)
+        pieces, word_ids, ids, starts, ends, _ = self.byte_spans(texts)
+        return tuple(by_piece(x, word_ids, pieces) for x in (ids, starts, ends))
+
+    def byte_spans(self, texts):
+        """`(pieces, word_ids, ids, starts, ends, text_of_token)`, flat over all
+        tokens: each token's id and trimmed byte span in its text."""
         pieces, symbols, byte_lengths, word_ids = self.split_and_merge(texts)
         ids = self.id_table.lookup(symbols)
         # Pieces cover their text: a token's byte start is its start in all the
@@ -178,23 +213,46 @@ class ByteLevelBPETokenizer(tf.Module):
                                              unit="UTF8_CHAR")
         starts = tf.minimum(starts + leading, ends)
         ends = tf.maximum(ends - trailing, starts)
-        # Bytes -> characters as tokenizers' converter: a start to the character
-        # holding it (a start at the text's end stays as it is), an end to the
-        # one after the character holding its last byte.
-        _, char_starts = tf.strings.unicode_decode_with_offsets(texts, "UTF-8")
-        char_table = tf.cast(char_starts, tf.int32).to_tensor(default_value=2**30)
-        token_text_length = tf.gather(text_lengths, text_of_token)
-        char_start = tf.where(starts < token_text_length,
-                              char_index(char_table, starts, text_of_token), starts)
-        char_end = char_index(char_table, tf.maximum(ends - 1, 0), text_of_token) + 1
-        return tuple(by_text(x, word_ids, pieces) for x in (ids, char_start, char_end))
+        return pieces, word_ids, ids, starts, ends, text_of_token
+
+    # === Tokens as strings ===
+
+    def id_to_token(self, ids):
+        """Token strings (GPT-2's byte-level symbols, "Ġthe") of int ids, any shape."""
+        if isinstance(ids, tf.RaggedTensor):
+            return ids.with_flat_values(self.id_to_token(ids.flat_values))
+        return tf.gather(tf.constant(self.tokens), tf.convert_to_tensor(ids))
+
+    def token_to_id(self, tokens):
+        """int32 ids of token strings; unknown ones give `<unk>`'s id."""
+        return self.id_table.lookup(tf.convert_to_tensor(tokens))
+
+    def detokenize(self, ids, drop_ids=()):
+        """Texts from ids `[batch, (tokens)]` (or `[batch, (pieces), (tokens)]`):
+        the tokens' bytes joined, `drop_ids` (special tokens) left out."""
+        if not isinstance(ids, tf.RaggedTensor):
+            ids = tf.RaggedTensor.from_tensor(tf.convert_to_tensor(ids))
+        if ids.ragged_rank == 2:
+            ids = ids.merge_dims(1, 2)
+        ids = tf.cast(ids, tf.int32)
+        drop = tf.constant(list(drop_ids) or [-1], tf.int32)
+        keep = tf.reduce_all(ids.flat_values[:, None] != drop[None, :], axis=1)
+        symbols = tf.strings.reduce_join(
+            self.id_to_token(tf.ragged.boolean_mask(ids, ids.with_flat_values(keep))), axis=-1)
+        chars = tf.strings.unicode_split(symbols, "UTF-8")
+        return tf.strings.reduce_join(chars.with_flat_values(
+            self.char_table.lookup(chars.flat_values)), axis=-1)
+
+
+def by_piece(values, word_ids, pieces):
+    """Flat token `values` of piece `word_ids` -> ragged `[batch, (pieces), (tokens)]`."""
+    return pieces.with_flat_values(tf.RaggedTensor.from_value_rowids(
+        values, word_ids, nrows=tf.size(pieces.flat_values, out_type=tf.int64)))
 
 
 def by_text(values, word_ids, pieces):
     """Flat token `values` of piece `word_ids` -> ragged `[batch, (tokens)]`."""
-    by_piece = tf.RaggedTensor.from_value_rowids(
-        values, word_ids, nrows=tf.size(pieces.flat_values, out_type=tf.int64))
-    return pieces.with_flat_values(by_piece).merge_dims(1, 2)
+    return by_piece(values, word_ids, pieces).merge_dims(1, 2)
 
 
 def char_index(char_table, byte_offsets, text_ids):

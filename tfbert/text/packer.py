@@ -1,9 +1,11 @@
-"""`BertPackInputs`: `[CLS] a [SEP] b [SEP]` packing with core TF ops only."""
+"""`BertPackInputs`: `[CLS] a [SEP] b [SEP]` packing (or RoBERTa's
+`<s> a </s></s> b </s>`) with core TF ops only."""
 
 import keras
 import tensorflow as tf
 
-TRUNCATIONS = ("round_robin", "waterfall")
+TRUNCATIONS = ("round_robin", "waterfall", "longest_first")
+LAYOUTS = ("bert", "roberta")
 MAX_SEQ_LENGTH = 512  # BERT's max_position_embeddings
 
 
@@ -15,6 +17,7 @@ def pack_inputs(
     padding_id=0,
     truncation="round_robin",
     max_seq_length=MAX_SEQ_LENGTH,
+    layout="bert",
 ):
     """Packs 1..N token segments into the three BERT input tensors.
 
@@ -26,7 +29,12 @@ def pack_inputs(
             exported preprocessor; checked in the graph then).
         truncation: "round_robin" (one token from each segment in turn
             until the budget is spent; tf-text's RoundRobinTrimmer) or
-            "waterfall" (earlier segments first).
+            "waterfall" (earlier segments first) or "longest_first"
+            (transformers' `truncation=True`: a token at a time off the
+            longest segment, of two equally long the later one).
+        layout: "bert" (`[CLS] a [SEP] b [SEP]`) or "roberta" (`<s> a </s></s>
+            b </s>`: a second separator opens every segment after the first;
+            type ids all zero, as RoBERTa has none).
 
     Returns:
         dict of int32 `[batch, seq_length]` `input_word_ids`, `input_mask`,
@@ -43,21 +51,25 @@ def pack_inputs(
         raise ValueError("pack_inputs needs at least one segment.")
     if truncation not in TRUNCATIONS:
         raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}.")
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}.")
+    # [CLS] and one [SEP] per segment, and with RoBERTa's </s></s> one more per pair.
+    num_special = 2 * num_segments if layout == "roberta" else num_segments + 1
     if isinstance(seq_length, tf.Tensor):
         seq_length = tf.cast(seq_length, tf.int32)
         with tf.control_dependencies([
             tf.debugging.assert_greater_equal(
-                seq_length, num_segments + 1,
+                seq_length, num_special,
                 message=f"seq_length is too short for {num_segments} segment(s)"),
             tf.debugging.assert_less_equal(
                 seq_length, max_seq_length,
                 message=f"seq_length exceeds max_position_embeddings ({max_seq_length})"),
         ]):
             seq_length = tf.identity(seq_length)
-    elif int(seq_length) < num_segments + 1:
+    elif int(seq_length) < num_special:
         raise ValueError(
             f"seq_length={seq_length} is too short for {num_segments} segment(s): it must "
-            f"be at least {num_segments + 1} for [CLS] and one [SEP] per segment."
+            f"be at least {num_special} for the special tokens ({layout} layout)."
         )
     elif int(seq_length) > max_seq_length:
         raise ValueError(
@@ -82,7 +94,7 @@ def pack_inputs(
 
     # === How many tokens each segment keeps ===
     lengths = tf.stack([tf.cast(s.row_lengths(), tf.int32) for s in flat], axis=1)  # [B, N]
-    budget = seq_length - num_segments - 1
+    budget = seq_length - num_special
     if truncation == "waterfall" or num_segments == 1:  # same result for one segment
         before = tf.cumsum(lengths, axis=1, exclusive=True)
         kept = tf.clip_by_value(budget - before, 0, lengths)
@@ -95,7 +107,14 @@ def pack_inputs(
         base = tf.minimum(lengths, level[:, None])
         spare = budget - tf.reduce_sum(base, axis=1)
         longer = tf.cast(lengths > level[:, None], tf.int32)
-        extra = tf.cast(tf.cumsum(longer, axis=1) <= spare[:, None], tf.int32) * longer
+        if truncation == "round_robin":  # the spare tokens to the first ones
+            order = tf.cumsum(longer, axis=1)
+        else:  # longest_first: to the longest ones, of equal ones the later
+            ahead = (lengths[:, None, :] > lengths[:, :, None]) | (
+                (lengths[:, None, :] == lengths[:, :, None])
+                & (tf.range(num_segments)[None, None, :] > tf.range(num_segments)[None, :, None]))
+            order = 1 + tf.reduce_sum(tf.cast(ahead, tf.int32) * longer[:, None, :], axis=2)
+        extra = tf.cast(order <= spare[:, None], tf.int32) * longer
         kept = base + extra
 
     # === Dense layout: [CLS] seg0 [SEP] seg1 [SEP] ... padding ===
@@ -106,6 +125,10 @@ def pack_inputs(
     word_ids = tf.where(positions == 0, tf.cast(start_of_sequence_id, tf.int32), word_ids)
     start = tf.ones([batch, 1], tf.int32)
     for i, segment in enumerate(flat):
+        if i and layout == "roberta":  # </s></s>: a second separator opens the segment
+            word_ids = tf.where(positions == start, tf.cast(end_of_segment_id, tf.int32),
+                                word_ids)
+            start = start + 1
         count = kept[:, i : i + 1]
         offset = positions - start
         in_segment = (offset >= 0) & (offset < count)
@@ -119,7 +142,8 @@ def pack_inputs(
         word_ids = tf.where(in_segment, tokens, word_ids)
         is_sep = offset == count
         word_ids = tf.where(is_sep, tf.cast(end_of_segment_id, tf.int32), word_ids)
-        type_ids = tf.where(in_segment | is_sep, i, type_ids)
+        if layout == "bert":
+            type_ids = tf.where(in_segment | is_sep, i, type_ids)
         start = start + count + 1
     input_mask = tf.where(positions < start, 1, 0)
     return {
@@ -255,47 +279,3 @@ def trim_to_longest(inputs):
     longest = tf.maximum(tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=1)), 2)
     return {name: value[:, :longest] for name, value in inputs.items()}
 
-
-def pack_roberta_inputs(first, second=None, seq_length=128, start_id=0, end_id=2, padding_id=1):
-    """RoBERTa packing: `<s> a </s>` or `<s> a </s></s> b </s>`, padded with
-    `padding_id`; type ids all zero (RoBERTa has none). Too long pairs are cut
-    as transformers' `truncation=True` (longest_first): the shorter keeps its
-    length if it fits in half, else both get half and the second the odd one.
-
-    Example:
-    >>> out = pack_roberta_inputs(tf.ragged.constant([[7, 8, 9]]), tf.ragged.constant([[4]]),
-    ...                           seq_length=7)
-    >>> out["input_word_ids"].numpy().tolist()
-    [[0, 7, 8, 2, 2, 4, 2]]
-    """
-    segments = [first] if second is None else [first, second]
-    segments = [tf.cast(s, tf.int32) for s in segments]
-    lengths = [tf.cast(s.row_lengths(), tf.int32) for s in segments]
-    budget = seq_length - 2 * len(segments)
-    if budget < 0:
-        raise ValueError(f"seq_length={seq_length} is too short for {len(segments)} segment(s).")
-    if second is None:
-        kept = [tf.minimum(lengths[0], budget)]
-    else:
-        first_longer = lengths[0] > lengths[1]  # a tie counts the first as the shorter
-        short = tf.minimum(lengths[0], lengths[1])
-        long = tf.maximum(short, budget - short)
-        halves = short + long > budget
-        short = tf.where(halves, budget // 2, short)
-        long = tf.where(halves, budget // 2 + budget % 2, long)
-        kept = [tf.minimum(lengths[0], tf.where(first_longer, long, short)),
-                tf.minimum(lengths[1], tf.where(first_longer, short, long))]
-    batch = tf.shape(lengths[0])[0]
-    start, end = tf.fill([batch, 1], start_id), tf.fill([batch, 1], end_id)
-    pieces = [start]
-    for segment, count in zip(segments, kept):
-        keep = tf.ragged.range(segment.row_lengths()) < tf.cast(count, tf.int64)[:, None]
-        pieces += [end] if len(pieces) > 1 else []
-        pieces += [tf.ragged.boolean_mask(segment, keep), end]
-    tokens = tf.concat(pieces, axis=1)
-    shape = [None, seq_length]
-    return {
-        "input_word_ids": tokens.to_tensor(default_value=padding_id, shape=shape),
-        "input_mask": tf.ones_like(tokens).to_tensor(default_value=0, shape=shape),
-        "input_type_ids": tf.zeros([batch, seq_length], tf.int32),
-    }

@@ -1,4 +1,5 @@
-"""`BertPreprocessor`: raw strings -> BERT encoder inputs (the TF Hub preprocessor API)."""
+"""`BertPreprocessor`: raw strings -> BERT encoder inputs (the TF Hub preprocessor API),
+by WordPiece (BERT) or byte-level BPE (RoBERTa)."""
 
 import os
 
@@ -7,8 +8,13 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert import checkpoint
+from tfbert.convert import bpe_files
+from tfbert.text.byte_level_bpe import ByteLevelBPETokenizer
 from tfbert.text.packer import MAX_SEQ_LENGTH, check_packing, pack_inputs
 from tfbert.text.tokenizer import BertTokenizer
+from tfbert.text.vocab import BPE_SPECIAL_TOKENS, Vocab
+
+BYTE_LEVEL_BPE = "byte_level_bpe"  # checkpoint.TOKENIZERS' name for RoBERTa's tokenizer
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
@@ -22,12 +28,24 @@ class BertPreprocessor(keras.layers.Layer):
     and in an exported SavedModel.
 
     Args:
-        vocab_file: path of `vocab.txt` (or `vocabulary`: the token list).
-        lower_case: True for uncased vocabularies.
+        vocab_file: path of `vocab.txt` (or `vocabulary`: the token list);
+            with byte-level BPE, of `vocab.json`.
+        lower_case: True for uncased vocabularies (WordPiece only; byte-level
+            BPE keeps case).
         seq_length: length of the packed outputs (at most 512).
-        truncation: "round_robin" (default) or "waterfall".
+        truncation: "round_robin" (WordPiece's default), "waterfall" or
+            "longest_first" (byte-level BPE's default: transformers'
+            `truncation=True`).
         max_segments: most segments per example (the encoder's
             `type_vocab_size`; `from_pretrained` reads it). None: no limit.
+        tokenizer_kind: "wordpiece" (BERT: `[CLS] a [SEP] b [SEP]`) or
+            "byte_level_bpe" (RoBERTa: transformers' fast RoBERTa tokenizer's
+            ids, packed `<s> a </s></s> b </s>` with `<pad>` padding and all
+            type ids 0).
+        merges_file: byte-level BPE's `merges.txt` (or `merges`: the
+            `(a, b)` pairs by rank).
+
+    `from_pretrained` reads the checkpoint's `tokenizer` and picks the kind.
 
     Inputs may be tf.string tensors, Python lists of str/bytes or NumPy
     string arrays; a list of such batches is a list of segments.
@@ -51,20 +69,36 @@ class BertPreprocessor(keras.layers.Layer):
         vocab_file=None,
         lower_case=True,
         seq_length=128,
-        truncation="round_robin",
+        truncation=None,
         vocabulary=None,
         max_seq_length=MAX_SEQ_LENGTH,
         max_segments=None,
+        tokenizer_kind="wordpiece",
+        merges_file=None,
+        merges=None,
         **kwargs,
     ):
         kwargs.setdefault("trainable", False)
         kwargs.setdefault("dtype", "int32")
         super().__init__(**kwargs)
+        if tokenizer_kind not in checkpoint.TOKENIZERS:
+            raise ValueError(f"tokenizer_kind must be one of {checkpoint.TOKENIZERS}, got "
+                             f"{tokenizer_kind!r}.")
+        self.tokenizer_kind = tokenizer_kind
+        if truncation is None:
+            truncation = "longest_first" if tokenizer_kind == BYTE_LEVEL_BPE else "round_robin"
         check_packing(seq_length, truncation, max_seq_length)
-        self.tokenizer = BertTokenizer(
-            vocab_file=vocab_file, vocabulary=vocabulary, lower_case=lower_case, name="tokenizer"
-        )
-        self.vocab = self.tokenizer.vocab
+        if tokenizer_kind == BYTE_LEVEL_BPE:
+            self.tokenizer = byte_level_bpe_tokenizer(vocab_file, vocabulary, merges_file, merges)
+            self.vocab = Vocab(self.tokenizer.tokens, source=vocab_file or "<vocabulary>",
+                               special_tokens=BPE_SPECIAL_TOKENS)
+            self.layout = "roberta"
+            lower_case = False
+        else:
+            self.tokenizer = BertTokenizer(vocab_file=vocab_file, vocabulary=vocabulary,
+                                           lower_case=lower_case, name="tokenizer")
+            self.vocab = self.tokenizer.vocab
+            self.layout = "bert"
         self.lower_case = bool(lower_case)
         self.seq_length = int(seq_length)
         self.truncation = truncation
@@ -73,21 +107,32 @@ class BertPreprocessor(keras.layers.Layer):
 
     @classmethod
     def from_pretrained(cls, checkpoint_dir, **kwargs):
-        """From a tfbert checkpoint directory: its `vocab.txt` and `lower_case` flag."""
+        """From a tfbert checkpoint directory: its `vocab.txt` and `lower_case`
+        flag, or for a byte-level BPE checkpoint (a converted RoBERTa) its
+        `vocab.json` and `merges.txt`."""
         config_path, meta = checkpoint.read_meta(checkpoint_dir)
-        if meta.get("tokenizer", "wordpiece") != "wordpiece":
-            # vocab.txt of a byte-level BPE checkpoint lists its tokens, but
-            # WordPiece over them would give wrong ids without an error.
-            raise ValueError(f"{config_path}: tokenizer {meta['tokenizer']!r}: BertPreprocessor "
-                             "tokenizes with WordPiece only; feed this checkpoint token ids "
-                             "(BertEncoder.from_pretrained) or use its Hugging Face tokenizer.")
+        kind = meta.get("tokenizer", "wordpiece")
+        if kind not in checkpoint.TOKENIZERS:
+            raise ValueError(f"{config_path}: tokenizer {kind!r} is not one of "
+                             f"{checkpoint.TOKENIZERS}.")
+        encoder = meta.get("encoder") or {}
+        if encoder.get("max_position_embeddings"):
+            kwargs.setdefault("max_seq_length", int(encoder["max_position_embeddings"]))
+        if kind == BYTE_LEVEL_BPE:
+            vocab_file, merges_file = (os.path.join(checkpoint_dir, name)
+                                       for name in checkpoint.BPE_FILES)
+            for path in (vocab_file, merges_file):
+                if not os.path.isfile(path):
+                    raise FileNotFoundError(f"Not a byte-level BPE checkpoint: {path} is missing "
+                                            f"({config_path} says tokenizer {kind!r}).")
+            # A text or a pair, as transformers' RoBERTa (its type_vocab_size is 1).
+            kwargs.setdefault("max_segments", 2)
+            return cls(vocab_file=vocab_file, merges_file=merges_file, tokenizer_kind=kind,
+                       **kwargs)
         vocab_file = os.path.join(checkpoint_dir, checkpoint.VOCAB_FILE)
         if not os.path.isfile(vocab_file):
             raise FileNotFoundError(f"Not a tfbert checkpoint: {vocab_file} is missing.")
         kwargs.setdefault("lower_case", bool(meta.get("lower_case", True)))
-        encoder = meta.get("encoder") or {}
-        if encoder.get("max_position_embeddings"):
-            kwargs.setdefault("max_seq_length", int(encoder["max_position_embeddings"]))
         kwargs.setdefault("max_segments", int(encoder.get("type_vocab_size", 2)))
         return cls(vocab_file=vocab_file, **kwargs)
 
@@ -107,9 +152,10 @@ class BertPreprocessor(keras.layers.Layer):
 
     def _check_segments(self, segments):
         if self.max_segments and len(segments) > self.max_segments:
-            raise ValueError(
-                f"BertPreprocessor: {len(segments)} segments, but the encoder has "
-                f"type_vocab_size={self.max_segments} (at most {self.max_segments} segments).")
+            limit = ("RoBERTa's packing takes a text or a pair" if self.layout == "roberta" else
+                     f"the encoder has type_vocab_size={self.max_segments}")
+            raise ValueError(f"BertPreprocessor: {len(segments)} segments, but {limit} (at "
+                             f"most {self.max_segments} segments).")
         sizes = [s.shape[0] for s in segments]
         known = {n for n in sizes if n is not None}
         if len(known) > 1:
@@ -122,7 +168,11 @@ class BertPreprocessor(keras.layers.Layer):
 
     def tokenize_with_offsets(self, strings):
         """`(ids, starts, limits)`, each `[batch, (words), (wordpieces)]`; byte
-        offsets of every wordpiece into the original string."""
+        offsets of every wordpiece into the original string (byte-level BPE:
+        of every token, its leading space left out, as transformers'
+        `trim_offsets`)."""
+        if self.tokenizer_kind == BYTE_LEVEL_BPE:
+            return self.tokenizer.tokenize_with_byte_offsets(strings)
         return self.tokenizer.tokenize_with_offsets(strings)
 
     def bert_pack_inputs(self, segments, seq_length=None):
@@ -137,12 +187,23 @@ class BertPreprocessor(keras.layers.Layer):
             padding_id=self.vocab.pad_id,
             truncation=self.truncation,
             max_seq_length=self.max_seq_length,
+            layout=self.layout,
         )
 
     def get_special_tokens_dict(self):
         """`vocab_size`, `start_of_sequence_id`, `end_of_segment_id`,
         `padding_id`, `mask_id` as int32 scalar tensors (as TF Hub)."""
         return {k: tf.constant(v, tf.int32) for k, v in self.vocab.special_tokens_dict().items()}
+
+    def checkpoint_tokenizer(self, tmp_dir):
+        """`checkpoint.save_checkpoint`'s tokenizer keywords for this
+        preprocessor (none for WordPiece); byte-level BPE's `vocab.json` and
+        `merges.txt` are written into `tmp_dir`, which must outlive the call."""
+        if self.tokenizer_kind != BYTE_LEVEL_BPE:
+            return {}
+        bpe_files.write_bpe_files(tmp_dir, self.vocab.tokens, self.tokenizer.merges)
+        return {"tokenizer": BYTE_LEVEL_BPE, "tokenizer_files": {
+            name: os.path.join(tmp_dir, name) for name in checkpoint.BPE_FILES}}
 
     # === Tokens as strings ===
 
@@ -153,9 +214,14 @@ class BertPreprocessor(keras.layers.Layer):
         return self.tokenizer.token_to_id(tokens)
 
     def wordpieces(self, strings):
-        return self.tokenizer.wordpieces(strings)
+        """Token strings `[batch, (words), (pieces)]` (byte-level BPE: "Ġthe")."""
+        return self.tokenizer.id_to_token(self.tokenize(strings))
 
     def detokenize(self, ids):
+        if self.tokenizer_kind == BYTE_LEVEL_BPE:
+            v = self.vocab
+            return self.tokenizer.detokenize(ids, drop_ids=(v.pad_id, v.cls_id, v.sep_id,
+                                                            v.mask_id))
         return self.tokenizer.detokenize(ids)
 
     # === Keras plumbing ===
@@ -185,7 +251,26 @@ class BertPreprocessor(keras.layers.Layer):
                 "max_segments": self.max_segments,
             }
         )
+        if self.tokenizer_kind == BYTE_LEVEL_BPE:
+            config.update({"tokenizer_kind": self.tokenizer_kind,
+                           "merges": [list(merge) for merge in self.tokenizer.merges]})
         return config
+
+
+def byte_level_bpe_tokenizer(vocab_file, vocabulary, merges_file, merges):
+    """A `ByteLevelBPETokenizer` from files or lists (one of each pair)."""
+    if (vocab_file is None) == (vocabulary is None):
+        raise ValueError("byte_level_bpe needs exactly one of vocab_file (vocab.json) and "
+                         "vocabulary.")
+    if (merges_file is None) == (merges is None):
+        raise ValueError("byte_level_bpe needs exactly one of merges_file (merges.txt) and "
+                         "merges.")
+    if vocab_file is not None:
+        vocabulary = bpe_files.read_bpe_vocab(os.fspath(vocab_file))
+    if merges_file is not None:
+        merges = bpe_files.read_merges(os.fspath(merges_file))
+    return ByteLevelBPETokenizer(vocabulary, [tuple(merge) for merge in merges],
+                                 name="tokenizer")
 
 
 def as_segments(inputs):

@@ -3,13 +3,16 @@
 import os
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+# RoBERTa's (byte-level BPE) in the same roles: pad, unk, start, separator, mask.
+BPE_SPECIAL_TOKENS = ("<pad>", "<unk>", "<s>", "</s>", "<mask>")
 
 
 class Vocab:
     """Tokens of a `vocab.txt` (one per line; the line number is the id).
 
     Attributes: `tokens` (list), `vocab_size`, and the special ids `pad_id`,
-    `unk_id`, `cls_id`, `sep_id`, `mask_id`.
+    `unk_id`, `cls_id`, `sep_id`, `mask_id` (of `special_tokens`, in that
+    order: BERT's, or `BPE_SPECIAL_TOKENS` for a byte-level BPE vocabulary).
 
     Example:
     >>> vocab = Vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello"])
@@ -17,7 +20,7 @@ class Vocab:
     (2, 5, 'hello')
     """
 
-    def __init__(self, tokens, source="<vocabulary>"):
+    def __init__(self, tokens, source="<vocabulary>", special_tokens=SPECIAL_TOKENS):
         tokens = list(tokens)
         self.source = source
         index = {}
@@ -30,20 +33,18 @@ class Vocab:
                     f"(first on line {index[token] + 1})."
                 )
             index[token] = i
-        missing = [t for t in SPECIAL_TOKENS if t not in index]
+        missing = [t for t in special_tokens if t not in index]
         if missing:
+            kind = "BERT" if tuple(special_tokens) == SPECIAL_TOKENS else "byte-level BPE"
             raise ValueError(
-                f"{source}: the vocabulary lacks the BERT special token(s) {missing}; "
-                f"a BERT vocab needs all of {list(SPECIAL_TOKENS)}."
+                f"{source}: the vocabulary lacks the {kind} special token(s) {missing}; "
+                f"a {kind} vocab needs all of {list(special_tokens)}."
             )
         self.tokens = tokens
         self._index = index
         self.vocab_size = len(tokens)
-        self.pad_id = index["[PAD]"]
-        self.unk_id = index["[UNK]"]
-        self.cls_id = index["[CLS]"]
-        self.sep_id = index["[SEP]"]
-        self.mask_id = index["[MASK]"]
+        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (
+            index[t] for t in special_tokens)
 
     def token_to_id(self, token):
         """Id of `token`, or `unk_id` when it is not in the vocabulary."""

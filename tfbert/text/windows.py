@@ -106,13 +106,15 @@ def window_values(values, spans):
 
 def pack_windows(preprocessor, pieces, seq_length, prefix=None, **window_args):
     """Windows of ragged wordpiece ids `pieces` `[batch, (pieces)]`, packed as
-    `[CLS] window [SEP]`, or `[CLS] prefix [SEP] window [SEP]` with `prefix`
+    `[CLS] window [SEP]`, or `[CLS] prefix [SEP] window [SEP]` (RoBERTa's
+    `<s> prefix </s></s> window </s>` by a byte-level BPE preprocessor) with `prefix`
     `[batch, (ids)]` (a question, the first text of a pair) before each window
     of its row. `window_args` go to `window_spans`. Returns `(spans, inputs)`:
     the spans and the three int32 `[windows, seq_length]` encoder inputs."""
     budget = seq_length - 2
-    if prefix is not None:
-        budget = seq_length - 3 - prefix.row_lengths()
+    if prefix is not None:  # RoBERTa's pair: <s> prefix </s></s> window </s>, one more
+        separators = 2 if getattr(preprocessor, "layout", "bert") == "roberta" else 1
+        budget = seq_length - 2 - separators - prefix.row_lengths()
     spans = window_spans(pieces.row_lengths(), budget, **window_args)
     segments = [window_values(pieces, spans)]
     if prefix is not None:

@@ -94,3 +94,18 @@ def test_bad_window_settings_are_one_line(documents, kwargs, message):
     with pytest.raises((ValueError, TypeError), match=message):
         TokenClassifier.from_preset("tiny", vocab_file=VOCAB, label_list=documents[2],
                                     seq_length=24, **kwargs)
+
+
+def test_a_dataset_of_word_lists_trains_in_windows():
+    """(words, tag ids) batches: each batch of texts becomes batches of windows."""
+    model = TokenClassifier.from_preset("tiny", vocab_file=VOCAB, label_list=["O", "B-X"],
+                                        seq_length=8, long_text="windows")
+    model.compile()
+    words = tf.ragged.constant([list("abcdefghij"), ["k", "l"]])
+    ds = tf.data.Dataset.from_tensor_slices((words, tf.ragged.constant(
+        [[0, 1] * 5, [1, 0]]))).ragged_batch(2)
+    assert np.isfinite(model.fit(ds, epochs=1, verbose=0).history["loss"][0])
+    assert np.isfinite(model.evaluate(ds, verbose=0)[0])
+    # Texts alone: windows of ids, every row at most seq_length wide.
+    (ids,) = list(model.text_batches(ds, with_targets=False))
+    assert ids["input_word_ids"].shape[0] > 2 and ids["input_word_ids"].shape[1] <= 8

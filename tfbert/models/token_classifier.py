@@ -483,7 +483,8 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
             else:
                 ds = ds.map(encode, num_parallel_calls=tf.data.AUTOTUNE)
             if self.windowed:  # a batch of texts made a batch of windows: batch again
-                ds = ds.unbatch().batch(batch_size).map(_trim_windows)
+                ds = ds.unbatch().batch(batch_size).map(
+                    _trim_windows if has_tags and with_targets else trim_to_bucket)
             return ds.prefetch(tf.data.AUTOTUNE)
         kind, texts = self.texts(x)
         n = len(texts)

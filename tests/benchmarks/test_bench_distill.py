@@ -4,14 +4,13 @@ by hand: docs/smaller_models.md)."""
 
 import pathlib
 import subprocess
-
-from fresh_python import python_command
+import sys
 
 ROOT = pathlib.Path(__file__).parents[2]
 
 
 def test_bad_seed_is_one_line():
-    result = subprocess.run([python_command(), str(ROOT / "benchmarks" / "bench_distill.py"),
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_distill.py"),
                              "--seeds=1,x"], capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
     assert result.stderr.strip() == "--seeds: 'x' is not a seed (whole numbers, comma-separated)."

@@ -187,6 +187,7 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
         self.max_windows = max_windows
         self._auto_optimizer = False  # compile(optimizer="auto"): fit builds the optimizer
         self._splitter = None
+        self._window_counts = None  # (texts, windows of each): windows_per_text's last
 
     # === Constructors ===
 
@@ -277,14 +278,21 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
                     max_windows_per_text=self.max_windows)
 
     def windows_per_text(self, kind, texts):
-        """NumPy int64 `[n]`: the windows of each text (`texts` as `texts()` gives them)."""
+        """NumPy int64 `[n]`: the windows of each text (`texts` as `texts()` gives them).
+        The last texts' counts are kept: `fit` counts them for the schedule and
+        again for its batches, and counting tokenizes every text."""
+        texts = [list(t) for t in texts] if kind == "words" else list(texts)
+        if self._window_counts is not None and self._window_counts[0] == texts:
+            return self._window_counts[1]
         counts = []
         for i in range(0, len(texts), 256):
             batch = _column(kind, texts[i:i + 256])
             pieces = self._traced(self._piece_counts)(batch)
             counts.append(window_spans(pieces, self.preprocessor.seq_length - 2,
                                        **self.window_args)["num_windows"].numpy())
-        return np.concatenate(counts) if counts else np.zeros([0], np.int64)
+        counts = np.concatenate(counts) if counts else np.zeros([0], np.int64)
+        self._window_counts = (texts, counts)
+        return counts
 
     def _piece_counts(self, texts):
         return self.word_pieces(texts)[0].merge_dims(1, 2).row_lengths()
@@ -435,9 +443,10 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
 
     @staticmethod
     def _ragged_tags(tags):
-        if tags is None or isinstance(tags, tf.RaggedTensor):
-            return None if tags is None else tf.cast(tags, tf.int32)
-        return tf.RaggedTensor.from_tensor(tf.cast(tags, tf.int32))
+        if tags is None:
+            return None
+        tags = tf.cast(tags, tf.int32)
+        return tags if isinstance(tags, tf.RaggedTensor) else tf.RaggedTensor.from_tensor(tags)
 
     def _predict_inputs(self, texts):
         """`(inputs, words)`: the batch's ids and, per text, what `predict_step`

@@ -287,3 +287,33 @@ def test_a_run_stored_under_old_names_resumes(tmp_path):
     claim_model_dir(str(tmp_path), {"train": {"warmup_ratio": 0.1}}, renamed=renamed)
     with pytest.raises(ValueError, match=r"train\.warmup_ratio: 0\.1 -> 0\.2"):
         claim_model_dir(str(tmp_path), {"train": {"warmup_ratio": 0.2}}, renamed=renamed)
+
+
+def test_path_checkers_name_the_argument(tmp_path, raises_one_line_from_tfbert):
+    check = raises_one_line_from_tfbert
+    (tmp_path / "a.txt").write_text("x")
+    assert config_loader.check_file(tmp_path / "a.txt", "--f") == str(tmp_path / "a.txt")
+    assert config_loader.check_dir_to_write(str(tmp_path / "new"), "--o") == str(tmp_path / "new")
+    check("None", lambda: config_loader.check_path(None, "--o"),
+          r"^--o must be a path \(a string\), got None\.$")
+    check("empty", lambda: config_loader.check_path(" ", "--o"), r"^--o is empty: name a path\.$")
+    check("missing", lambda: config_loader.check_file(tmp_path / "b.txt", "--f"),
+          r"^--f: no such file: \S*b\.txt$")
+    check("directory", lambda: config_loader.check_file(tmp_path, "--f"),
+          r"^--f: \S+ is a directory, not a file\.$")
+    check("file to write into", lambda: config_loader.check_dir_to_write(tmp_path / "a.txt", "--o"),
+          r"^--o: \S*a\.txt is a file, not a directory: name a directory to write\.$")
+    check("bool", lambda: config_loader.check_bool("yes", "lower_case", allow_none=True),
+          r"^lower_case must be True or False or None, got 'yes'\.$")
+    check("open low end", lambda: config_loader.check_number(0, "step", 0, 1, low_open=True),
+          r"^step must be in \(0, 1\] \(a finite number\), got 0\.0\.$")
+
+
+def test_text_lines_name_the_line_that_is_not_utf8(tmp_path, raises_one_line_from_tfbert):
+    path = tmp_path / "t.txt"
+    path.write_bytes(b"\xef\xbb\xbfone\ntwo \xff\n")  # a byte-order mark, then a bad byte
+    lines = config_loader.text_lines(path)
+    assert next(lines) == (1, "one\n")
+    raises_one_line_from_tfbert("not UTF-8", lambda: next(lines),
+                                r"t\.txt, line 2: not UTF-8 text \(invalid start byte at byte 4 "
+                                r"of the line\)\.$")

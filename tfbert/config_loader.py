@@ -415,12 +415,13 @@ def _set_dotted(values, key, value):
 # one line naming the argument and what it takes, before NumPy, TensorFlow or FAISS
 # meet the value. Bools, fractions and strings are not integers here.
 
-def _expected(name, kind, low, high, allow_none, high_open=False):
+def _expected(name, kind, low, high, allow_none, high_open=False, low_open=False):
     kind += " or None" if allow_none else ""
     if low is not None and high is not None:
-        return f"{name} must be in [{low}, {high}{')' if high_open else ']'} ({kind})"
+        return (f"{name} must be in {'(' if low_open else '['}{low}, {high}"
+                f"{')' if high_open else ']'} ({kind})")
     if low is not None:
-        return f"{name} must be >= {low} ({kind})"
+        return f"{name} must be {'>' if low_open else '>='} {low} ({kind})"
     if high is not None:
         return f"{name} must be {'<' if high_open else '<='} {high} ({kind})"
     return f"{name} must be {kind}"
@@ -444,9 +445,10 @@ def check_int(value, name, low=None, high=None, allow_none=False):
     return int(value)
 
 
-def check_number(value, name, low=None, high=None, allow_none=False, high_open=False):
-    """`value` as a finite float for the argument `name` (in `[low, high]`,
-    `[low, high)` with `high_open`), or a one-line TypeError / ValueError.
+def check_number(value, name, low=None, high=None, allow_none=False, high_open=False,
+                 low_open=False):
+    """`value` as a finite float for the argument `name` (in `[low, high]`;
+    `high_open` / `low_open` leave out that end), or a one-line TypeError / ValueError.
 
     >>> check_number(float("nan"), "absolute_margin", allow_none=True)
     Traceback (most recent call last):
@@ -454,11 +456,76 @@ def check_number(value, name, low=None, high=None, allow_none=False, high_open=F
     """
     if value is None and allow_none:
         return None
-    expected = _expected(name, "a finite number", low, high, allow_none, high_open)
+    expected = _expected(name, "a finite number", low, high, allow_none, high_open, low_open)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{expected}, got {value!r:.40}.")
     value = float(value)
-    if (not math.isfinite(value) or (low is not None and value < low)
-            or (high is not None and (value >= high if high_open else value > high))):
+    below = low is not None and (value <= low if low_open else value < low)
+    above = high is not None and (value >= high if high_open else value > high)
+    if not math.isfinite(value) or below or above:
         raise ValueError(f"{expected}, got {value!r}.")
     return value
+
+
+def check_bool(value, name, allow_none=False):
+    """`value` as a bool for the argument `name`, or a one-line TypeError
+    ("yes", 1 and "false" are not booleans here: a truthy string would read as True)."""
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False{' or None' if allow_none else ''}, "
+                        f"got {value!r:.40}.")
+    return value
+
+
+# === Paths and text files: one rule each for every file and directory argument ===
+
+def check_path(value, name):
+    """`value` (a str or `os.PathLike`) as a str path for the argument `name`,
+    or a one-line TypeError (not a path) / ValueError (empty).
+
+    >>> check_path(None, "--output_dir")
+    Traceback (most recent call last):
+    TypeError: --output_dir must be a path (a string), got None.
+    """
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a path (a string), got {value!r:.40}.")
+    if not value.strip():
+        raise ValueError(f"{name} is empty: name a path.")
+    return value
+
+
+def check_file(value, name):
+    """`value` as the path of an existing file, or one line naming `name`: not
+    a path, no such file (FileNotFoundError), a directory (ValueError)."""
+    path = check_path(value, name)
+    if os.path.isdir(path):
+        raise ValueError(f"{name}: {path} is a directory, not a file.")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{name}: no such file: {path}")
+    return path
+
+
+def check_dir_to_write(value, name):
+    """`value` as a directory to write files into (made later when missing),
+    or one line naming `name`: not a path, or an existing file. Checked
+    before the work, so a long run does not fail at its last step."""
+    path = check_path(value, name)
+    if os.path.lexists(path) and not os.path.isdir(path):
+        raise ValueError(f"{name}: {path} is a file, not a directory: name a directory to write.")
+    return path
+
+
+def text_lines(path):
+    """Yields `(line number, line)` of a UTF-8 text file (a byte-order mark is
+    skipped; lines keep their end). Bytes that are not UTF-8 are one ValueError
+    naming the file and the line, not Python's bare UnicodeDecodeError."""
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            try:
+                yield number, raw.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as e:
+                raise ValueError(f"{path}, line {number}: not UTF-8 text ({e.reason} at byte "
+                                 f"{e.start} of the line).") from None

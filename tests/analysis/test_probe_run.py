@@ -69,3 +69,26 @@ def test_missing_files_and_settings(tiny_pair, tmp_path, analysis_data,
                                 r"--dev_file: no such file: .*nowhere\.conllu")
     raises_one_line_from_tfbert("task", lambda: ProbeConfig(task="parse"),
                                 r"ProbeConfig\.task: must be one of")
+
+
+def test_bad_paths_and_seeds_are_one_line_before_any_work(tiny_pair, tmp_path, analysis_data,
+                                                          raises_one_line_from_tfbert):
+    check = raises_one_line_from_tfbert
+    (tmp_path / "taken").write_text("a file")
+    cfg = config(tmp_path, analysis_data, "tags")
+    cfg.output_dir = str(tmp_path / "taken")  # os.makedirs failed here after all the probes
+    check("output_dir", lambda: run_probe(cfg, model=tiny_pair),
+          r"--output_dir: \S*taken is a file, not a directory: name a directory to write\.$")
+    cfg = config(tmp_path, analysis_data, "tags")
+    cfg.train_file = str(analysis_data)
+    check("train_file", lambda: run_probe(cfg, model=tiny_pair),
+          r"--train_file: \S*analysis is a directory, not a file\.$")
+    latin1 = tmp_path / "latin1.conllu"
+    latin1.write_bytes("1\tCaf\xe9\t_\tNOUN\t_\t_\t0\troot\t_\t_\n\n".encode("latin-1"))
+    cfg = config(tmp_path, analysis_data, "tags")
+    cfg.train_file = str(latin1)
+    check("not UTF-8", lambda: run_probe(cfg, model=tiny_pair),
+          r"latin1\.conllu, line 1: not UTF-8 text \(invalid continuation byte at byte 5 of "
+          r"the line\)\.$")
+    check("seeds", lambda: ProbeConfig(seeds=[0, -1]),  # NumPy's own error, before
+          r"ProbeConfig\.seeds\[1\] must be in \[0, 4294967295\] \(an integer\), got -1\.$")

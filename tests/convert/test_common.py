@@ -50,3 +50,17 @@ def test_converters_refuse_pre_layer_norm():
                                              "counterpart") as error:
             make_rules(config)
         assert "\n" not in str(error.value)
+
+
+def test_files_are_checked_before_they_are_read(tmp_path, raises_one_line_from_tfbert):
+    check = raises_one_line_from_tfbert
+    (tmp_path / "latin1.json").write_bytes('{"caf\xe9": 1}'.encode("latin-1"))
+    (tmp_path / "list.json").write_text("[1, 2]")
+    check("directory", lambda: common.require_file(tmp_path, "Vocabulary file (vocab.txt)"),
+          r"^Vocabulary file \(vocab\.txt\): \S+ is a directory, not a file\.$")
+    check("missing", lambda: common.read_json(tmp_path / "config.json", "Hugging Face config"),
+          r"^Hugging Face config not found: \S*config\.json$")
+    check("not UTF-8", lambda: common.read_json(tmp_path / "latin1.json"),
+          r"latin1\.json: not UTF-8 text \(invalid continuation byte at byte \d+\)\.$")
+    check("not an object", lambda: common.read_json_object(tmp_path / "list.json"),
+          r"list\.json: expected a JSON object, got list\.$")

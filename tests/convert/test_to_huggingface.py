@@ -293,3 +293,24 @@ def test_tools_convert_roberta_and_export_it_back(bpe_tokenizer_dir, roberta_voc
                               capture_output=True, text=True, env=env, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
     assert_same_tensors(tmp_path / "hf", tmp_path / "back")
+
+
+def test_bad_paths_and_export_settings_are_one_line(tmp_path, raises_one_line_from_tfbert):
+    """Checked before the checkpoint is read; the graph exports' settings are
+    refused with --format=huggingface (it used to ignore them silently)."""
+    from tfbert.runs.export import ExportConfig
+
+    check = raises_one_line_from_tfbert
+    (tmp_path / "taken").write_text("a file")
+    check("checkpoint None", lambda: to_huggingface(None, tmp_path / "out"),
+          r"^checkpoint_dir must be a path \(a string\), got None\.$")
+    check("output None", lambda: to_huggingface(tmp_path / "ckpt", None),
+          r"^output_dir must be a path \(a string\), got None\.$")
+    check("output a file", lambda: to_huggingface(tmp_path / "ckpt", tmp_path / "taken"),
+          r"output_dir \S*taken exists and is not a directory\.$")
+    for flag, value in [("quantization", "float16"), ("seq_length", 64), ("text_input", True),
+                        ("representative_file", "train.tsv")]:
+        check(flag, lambda: ExportConfig(checkpoint_dir="c", output_dir="o", format="huggingface",
+                                         **{flag: value}),
+              rf"^--{flag} does not apply to --format=huggingface \(it writes the checkpoint's "
+              r"float32 weights and its tokenizer as they are\)\.$")

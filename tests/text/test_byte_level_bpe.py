@@ -175,3 +175,17 @@ def test_pair_windows_fit_robertas_four_special_tokens(preprocessor):
     spans, inputs = pack_windows(preprocessor, pieces, 24, prefix=prefix, doc_stride=6)
     kept = tf.gather(prefix.row_lengths(), spans["row"]) + spans["window_length"] + 4
     assert inputs["input_mask"].numpy().sum(1).tolist() == kept.numpy().tolist()
+
+
+def test_bad_tokens_and_merges_are_one_line(raises_one_line_from_tfbert):
+    """Before TensorFlow builds the tables: an empty vocabulary failed there
+    ("Could not find device for node HashTableV2"), and a string was read as
+    one token per character."""
+    check = raises_one_line_from_tfbert
+    check("no tokens", lambda: ByteLevelBPETokenizer([], []),
+          r"^tokens must be a non-empty list of strings \(in id order\), got \[\]\.$")
+    check("a string", lambda: ByteLevelBPETokenizer("abc", []),
+          r"^tokens must be a non-empty list of strings \(in id order\), got 'abc'\.$")
+    check("an id", lambda: ByteLevelBPETokenizer(["a", 7], []), r"^tokens\[1\] is 7, not a string\.$")
+    check("one-token merge", lambda: ByteLevelBPETokenizer(["a", "b", "ab"], [("a",)]),
+          r"^merge 1 is \('a',\): a merge is two non-empty strings \(a, b\)\.$")

@@ -59,7 +59,7 @@ def test_prunes_a_finetune_run_and_exports(tmp_path, raises_one_line_from_tfbert
         "finetune_config.json not found: --model_dir must be a tools/finetune.py run")
     raises_one_line_from_tfbert(
         "epochs", lambda: prune_run(run, 0.2, str(tmp_path / "x"), epochs=-1),
-        "epochs must be an integer >= 0, got -1")
+        r"epochs must be >= 0 \(an integer\), got -1")
     raises_one_line_from_tfbert(
         "step", lambda: prune_run(run, 0.2, str(tmp_path / "x"), step=0),
         r"step must be in \(0, 1\]")

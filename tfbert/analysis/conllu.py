@@ -22,6 +22,8 @@ import dataclasses
 import os
 import tempfile  # noqa: F401  (the doctest)
 
+from tfbert import config_loader
+
 COLUMNS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc")
 LABEL_COLUMNS = ("form", "lemma", "upos", "xpos", "feats", "deprel", "misc")
 
@@ -59,26 +61,25 @@ def read_conllu(path, field=None):
         raise ValueError(f"{path}: --field={field!r} is not a CoNLL-U label column; "
                          f"choose from {list(LABEL_COLUMNS)}.")
     sentences, rows = [], []
-    with open(path, encoding="utf-8-sig") as f:
-        for n, line in enumerate(f, 1):
-            line = line.rstrip("\n").rstrip("\r")
-            if not line.strip():
-                if rows:
-                    sentences.append(_sentence(rows, path))
-                rows = []
-                continue
-            if line.startswith("#"):
-                continue
-            cells = line.split("\t")
-            if len(cells) != 10:
-                raise ValueError(f"{path}, line {n}: expected 10 tab-separated CoNLL-U columns, "
-                                 f"got {len(cells)}: {line[:60]!r}.")
-            if "-" in cells[0] or "." in cells[0]:
-                continue  # a multiword token or an empty node
-            if not cells[0].isdigit() or int(cells[0]) != len(rows) + 1:
-                raise ValueError(f"{path}, line {n}: token ID {cells[0]!r} out of sequence "
-                                 f"(expected {len(rows) + 1}).")
-            rows.append((n, cells))
+    for n, line in config_loader.text_lines(path):
+        line = line.rstrip("\n").rstrip("\r")
+        if not line.strip():
+            if rows:
+                sentences.append(_sentence(rows, path))
+            rows = []
+            continue
+        if line.startswith("#"):
+            continue
+        cells = line.split("\t")
+        if len(cells) != 10:
+            raise ValueError(f"{path}, line {n}: expected 10 tab-separated CoNLL-U columns, "
+                             f"got {len(cells)}: {line[:60]!r}.")
+        if "-" in cells[0] or "." in cells[0]:
+            continue  # a multiword token or an empty node
+        if not cells[0].isdigit() or int(cells[0]) != len(rows) + 1:
+            raise ValueError(f"{path}, line {n}: token ID {cells[0]!r} out of sequence "
+                             f"(expected {len(rows) + 1}).")
+        rows.append((n, cells))
     if rows:
         sentences.append(_sentence(rows, path))
     if not sentences:

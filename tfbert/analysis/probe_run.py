@@ -63,6 +63,8 @@ class ProbeConfig:
         config_loader.validate(self)
         if not self.seeds or not all(isinstance(s, int) for s in self.seeds):
             raise ValueError(f"ProbeConfig.seeds: expected a list of integers, got {self.seeds!r}.")
+        for i, seed in enumerate(self.seeds):  # NumPy's seed range, named before NumPy sees it
+            config_loader.check_int(seed, f"ProbeConfig.seeds[{i}]", 0, 2**32 - 1)
         if not all(isinstance(l, int) and not isinstance(l, bool) for l in self.layers):
             raise ValueError(f"ProbeConfig.layers: expected layer numbers, got {self.layers!r}.")
 
@@ -77,9 +79,9 @@ def run_probe(config, model=None):
     if config.task in ("tags", "structural", "senses") and not config.dev_file:
         raise ValueError(f"--task={config.task} needs --dev_file (probes are scored on it).")
     for key in ("train_file", "dev_file"):  # before minutes of encoding
-        path = getattr(config, key)
-        if path and not os.path.isfile(path):
-            raise FileNotFoundError(f"--{key}: no such file: {path}")
+        if getattr(config, key):
+            config_loader.check_file(getattr(config, key), f"--{key}")
+    config_loader.check_dir_to_write(config.output_dir, "--output_dir")
     encoder, preprocessor = encoder_and_preprocessor(
         model if model is not None else config.checkpoint_dir)
     layers = _layers(config, encoder.config.num_layers)

@@ -21,6 +21,7 @@ import json
 import os
 import tempfile  # noqa: F401  (the doctest)
 
+from tfbert import config_loader
 from tfbert.text.char_table import is_punctuation
 
 KEYS = ("text", "start", "end", "lemma", "sense")
@@ -44,10 +45,9 @@ def read_sense_items(path):
     if not os.path.isfile(path):
         raise FileNotFoundError(f"No sense file: {path}")
     items = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                items.append(_item(line, f"{path}, line {n}", n))
+    for n, line in config_loader.text_lines(path):
+        if line.strip():
+            items.append(_item(line, f"{path}, line {n}", n))
     if not items:
         raise ValueError(f"{path}: no sense items.")
     return items

@@ -21,7 +21,7 @@ Example:
 import json
 import os
 
-from tfbert import atomic
+from tfbert import atomic, config_loader
 from tfbert.convert import common
 
 MERGES_HEADER = "#version: 0.2"
@@ -29,7 +29,7 @@ MERGES_HEADER = "#version: 0.2"
 
 def read_bpe_vocab(path):
     """The tokens of `vocab.json` in id order (see module doc)."""
-    return tokens_in_id_order(common.read_json(path), path)
+    return tokens_in_id_order(common.read_json(path, "BPE vocabulary (vocab.json)"), path)
 
 
 def tokens_in_id_order(vocab, source):
@@ -37,6 +37,8 @@ def tokens_in_id_order(vocab, source):
     if not isinstance(vocab, dict):
         raise ValueError(f"{source}: expected a JSON object of token -> id, got "
                          f"{type(vocab).__name__}.")
+    if not vocab:
+        raise ValueError(f"{source}: no tokens (an empty JSON object).")
     tokens = [None] * len(vocab)
     for token, token_id in vocab.items():
         if isinstance(token_id, bool) or not isinstance(token_id, int):
@@ -55,24 +57,26 @@ def read_merges(path):
     """The merges of `merges.txt` as `(a, b)` pairs (see module doc)."""
     common.require_file(path, "BPE merges file (merges.txt)")
     merges = []
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            line = line.rstrip("\r\n")
-            if (number == 1 and line.startswith("#version")) or not line:
-                continue
-            parts = line.split(" ")
-            if len(parts) != 2 or not all(parts):
-                raise ValueError(f"{path}:{number}: a merge is two tokens separated by one "
-                                 f"space, got {line!r:.60}.")
-            merges.append(tuple(parts))
+    for number, line in config_loader.text_lines(path):
+        line = line.rstrip("\r\n")
+        if (number == 1 and line.startswith("#version")) or not line:
+            continue
+        parts = line.split(" ")
+        if len(parts) != 2 or not all(parts):
+            raise ValueError(f"{path}:{number}: a merge is two tokens separated by one "
+                             f"space, got {line!r:.60}.")
+        merges.append(tuple(parts))
+    if not merges:  # every text would stay single bytes: a truncated file, not a tokenizer
+        raise ValueError(f"{path}: no merges (an empty or truncated file).")
     return merges
 
 
 def bpe_from_tokenizer_json(path):
     """`(tokens in id order, merges)` of a `tokenizer.json` whose model is BPE."""
-    model = common.read_json(path).get("model") or {}
-    if model.get("type") != "BPE":
-        raise ValueError(f"{path}: model type {model.get('type')!r}, not BPE.")
+    model = common.read_json_object(path, "tokenizer.json").get("model") or {}
+    model_type = model.get("type") if isinstance(model, dict) else None
+    if model_type != "BPE":
+        raise ValueError(f"{path}: model type {model_type!r}, not BPE.")
     tokens = tokens_in_id_order(model.get("vocab"), f"{path} model.vocab")
     merges = []
     for number, merge in enumerate(model.get("merges") or [], 1):

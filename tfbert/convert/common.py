@@ -15,7 +15,7 @@ import os
 
 import numpy as np
 
-from tfbert import checkpoint
+from tfbert import checkpoint, config_loader
 
 # One source tensor -> one tfbert tensor.
 #   target: "encoder/<name>", "mlm/<name>" or "nsp/<name>" (tfbert.checkpoint keys)
@@ -389,8 +389,8 @@ def check_output_dir(src_dir, out_dir):
     """Refuses an `out_dir` whose atomic replacement would destroy data: the
     input itself (or a folder holding it), or an existing non-empty directory
     that is not a tfbert checkpoint."""
-    src = os.path.realpath(src_dir)
-    out = os.path.realpath(out_dir)
+    src = os.path.realpath(config_loader.check_path(src_dir, "input directory"))
+    out = os.path.realpath(config_loader.check_path(out_dir, "output_dir"))
     if out == src or src.startswith(out + os.sep):
         raise ValueError(f"output_dir {out_dir} would replace the input {src_dir}; "
                          "choose another output directory.")
@@ -412,7 +412,11 @@ def _is_tfbert_config(path):
 
 
 def require_file(path, what):
-    """Raises FileNotFoundError naming `path` and what it should hold."""
+    """`path`, or one line naming it and what it should hold: not a path
+    (TypeError), missing (FileNotFoundError), a directory (ValueError)."""
+    path = config_loader.check_path(path, what)
+    if os.path.isdir(path):
+        raise ValueError(f"{what}: {path} is a directory, not a file.")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{what} not found: {path}")
     return path
@@ -433,10 +437,23 @@ def check_vocab(vocab_file, vocab_size):
         )
 
 
-def read_json(path):
-    """Parses a JSON file; a syntax error names the file."""
+def read_json(path, what="JSON file"):
+    """Parses a JSON file; a missing file, a directory, bytes that are not
+    UTF-8 and a syntax error are one line naming the file."""
+    require_file(path, what)
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}).") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not valid JSON: {e}") from None
+
+
+def read_json_object(path, what="JSON file"):
+    """`read_json` of a file that must hold a JSON object (a config, a
+    tokenizer file): anything else is one line naming the file."""
+    value = read_json(path, what)
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: expected a JSON object, got {type(value).__name__}.")
+    return value

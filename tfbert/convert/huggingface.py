@@ -59,7 +59,7 @@ import tempfile
 import numpy as np
 from absl import logging
 
-from tfbert import checkpoint
+from tfbert import checkpoint, config_loader
 from tfbert.config import BertConfig
 from tfbert.convert import albert, bpe_files, common, distilbert, roberta
 from tfbert.convert.common import bert_rules
@@ -90,7 +90,8 @@ def from_huggingface(src_dir, out_dir, lower_case=None):
 
     `lower_case`: None reads it from the tokenizer files (see module doc).
     """
-    src_dir = os.fspath(src_dir)
+    src_dir = config_loader.check_path(src_dir, "src_dir")
+    lower_case = config_loader.check_bool(lower_case, "lower_case", allow_none=True)
     if not os.path.isdir(src_dir):
         raise FileNotFoundError(f"Hugging Face model directory not found: {src_dir}")
     common.check_output_dir(src_dir, out_dir)
@@ -200,12 +201,12 @@ def lower_case_from_tokenizer_files(src_dir):
     settings = {}  # file -> (lowercase, strip_accents)
     config_path = os.path.join(src_dir, "tokenizer_config.json")
     if os.path.isfile(config_path):
-        tok_config = common.read_json(config_path)
+        tok_config = common.read_json_object(config_path)
         if "do_lower_case" in tok_config:
             settings[config_path] = (tok_config["do_lower_case"], tok_config.get("strip_accents"))
     json_path = os.path.join(src_dir, "tokenizer.json")
     if os.path.isfile(json_path):
-        normalizer = common.read_json(json_path).get("normalizer") or {}
+        normalizer = common.read_json_object(json_path).get("normalizer") or {}
         if normalizer.get("type") == "BertNormalizer":
             settings[json_path] = (normalizer.get("lowercase", True), normalizer.get("strip_accents"))
     if not settings:
@@ -259,7 +260,7 @@ def _vocab_file(src_dir, tmp_dir):
                                     "spiece.model, which tfbert does not tokenize with; put a "
                                     "WordPiece vocab.txt (one token per embedding row) beside it.")
         return common.require_file(vocab_file, "Vocabulary file (vocab.txt)")
-    model = common.read_json(json_path).get("model") or {}
+    model = common.read_json_object(json_path).get("model") or {}
     vocab = model.get("vocab")
     if model.get("type") != "WordPiece" or not isinstance(vocab, dict):
         raise FileNotFoundError(

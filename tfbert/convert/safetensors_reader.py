@@ -23,7 +23,7 @@ class SafetensorsReader:
             files = [single]
             self.label = single
         elif os.path.isfile(index):
-            weight_map = common.read_json(index).get("weight_map")
+            weight_map = common.read_json_object(index).get("weight_map")
             if not isinstance(weight_map, dict):
                 raise ValueError(f"{index}: no 'weight_map' object.")
             files = [os.path.join(src_dir, f) for f in sorted(set(weight_map.values()))]

@@ -45,17 +45,17 @@ def sentence_transformers_metadata(src_dir):
             config_path = os.path.join(path, "sentence_bert_config.json")
             length = None
             if os.path.isfile(config_path):
-                length = common.read_json(config_path).get("max_seq_length")
+                length = common.read_json_object(config_path).get("max_seq_length")
             tokenizer_config = os.path.join(path, "tokenizer_config.json")
             if length is None and os.path.isfile(tokenizer_config):
                 # sentence-transformers 6 keeps the length as the tokenizer's.
-                length = common.read_json(tokenizer_config).get("model_max_length")
+                length = common.read_json_object(tokenizer_config).get("model_max_length")
                 length = length if isinstance(length, int) and length < 1_000_000 else None
             sentence["seq_length"] = int(length) if length else None
         elif kind == "Pooling":
             config_path = common.require_file(os.path.join(path, "config.json"),
                                               "sentence-transformers pooling config")
-            sentence["pooling"] = _pooling(common.read_json(config_path), config_path)
+            sentence["pooling"] = _pooling(common.read_json_object(config_path), config_path)
         elif kind == "Dense":
             if sentence["dense_units"] is not None:
                 raise ValueError(f"{modules_path}: more than one Dense module is not supported.")
@@ -92,7 +92,7 @@ def _sentence_dense(path):
     """`(units, activation, {"kernel", "bias"})` of a sentence-transformers Dense module."""
     config_path = common.require_file(os.path.join(path, "config.json"),
                                       "sentence-transformers Dense config")
-    config = common.read_json(config_path)
+    config = common.read_json_object(config_path)
     activation = config.get("activation_function", "torch.nn.modules.activation.Tanh")
     if activation not in DENSE_ACTIVATIONS:
         raise ValueError(f"{config_path}: activation {activation!r} is not supported; tfbert "

@@ -69,7 +69,7 @@ import shutil
 import numpy as np
 import safetensors.numpy
 
-from tfbert import checkpoint
+from tfbert import checkpoint, config_loader
 from tfbert.atomic import atomic_dir
 from tfbert.convert import albert, common, distilbert, roberta
 from tfbert.convert.huggingface import huggingface_rules
@@ -86,6 +86,8 @@ NOT_HEADS = ("encoder", roberta.POSITION_ROWS, "sentence_dense")
 def to_huggingface(checkpoint_dir, output_dir):
     """Writes the tfbert checkpoint `checkpoint_dir` as a Hugging Face
     directory `output_dir` (atomically; see module doc); returns `output_dir`."""
+    config_loader.check_path(checkpoint_dir, "checkpoint_dir")
+    common.check_output_dir(checkpoint_dir, output_dir)  # before the checkpoint is read
     ckpt = checkpoint.read_checkpoint(checkpoint_dir)
     label = os.path.join(checkpoint_dir, checkpoint.CONFIG_FILE)
     family = family_of(ckpt, label)
@@ -94,7 +96,6 @@ def to_huggingface(checkpoint_dir, output_dir):
     tensors = encoder_tensors(ckpt, family, prefix, head, label)
     tensors.update(head_tensors(ckpt, family, head))
     config = hf_config(ckpt, family, head)
-    common.check_output_dir(checkpoint_dir, output_dir)
     with atomic_dir(output_dir) as tmp:
         write_json(os.path.join(tmp, "config.json"), config)
         safetensors.numpy.save_file(tensors, os.path.join(tmp, "model.safetensors"),

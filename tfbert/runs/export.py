@@ -35,6 +35,11 @@ TEXT_TFLITE_OPTIONS = {
     "tflite_padding": (tflite.PADDINGS, "an ids-in TFLite model takes [batch, seq_length]"),
 }
 
+# Settings of the graph exports that a Hugging Face directory has no use for, with
+# their defaults (kind is not listed: its default is not "unset").
+HUGGINGFACE_IGNORES = {"seq_length": 128, "text_input": False, "quantization": "none",
+                       "representative_file": ""}
+
 
 @dataclasses.dataclass
 class ExportConfig:
@@ -59,6 +64,12 @@ class ExportConfig:
 
     def __post_init__(self):
         config_loader.validate(self)
+        if self.format == "huggingface":  # the checkpoint as it is: nothing of these applies
+            for field, default in HUGGINGFACE_IGNORES.items():
+                if getattr(self, field) != default:
+                    raise ValueError(f"--{field} does not apply to --format=huggingface (it "
+                                     "writes the checkpoint's float32 weights and its "
+                                     "tokenizer as they are).")
         for field, (choices, why) in TEXT_TFLITE_OPTIONS.items():
             if getattr(self, field) != choices[0] and not (self.format == "tflite"
                                                            and self.text_input):

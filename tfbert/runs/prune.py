@@ -22,7 +22,7 @@ import os
 
 import numpy as np
 
-from tfbert import config_loader
+from tfbert import atomic, config_loader
 from tfbert.analysis.head_importance import head_importance
 from tfbert.analysis.head_pruning import (check_fraction, count_heads,
                                           heads_to_prune_by_importance,
@@ -85,10 +85,11 @@ def prune_run(model_dir, fraction, export_dir, epochs=0, step=1.0, log=print):
     from tfbert.tasks.runner import export_task
 
     fraction = check_fraction(fraction)
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
-        raise ValueError(f"epochs must be an integer >= 0, got {epochs!r}.")
-    if not 0 < step <= 1:
-        raise ValueError(f"step must be in (0, 1], got {step!r}.")
+    epochs = config_loader.check_int(epochs, "epochs", 0)
+    step = config_loader.check_number(step, "step", 0, 1, low_open=True)
+    config_loader.check_path(model_dir, "--model_dir")
+    # The export's destination, before minutes of scoring and pruning.
+    atomic.check_replaceable(config_loader.check_path(export_dir, "--export_dir"))
     task, model, dev = load_run(model_dir)
     metric = task.main_metric
     before = float(task.evaluate(model, dev)[metric])

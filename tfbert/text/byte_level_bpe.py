@@ -56,9 +56,21 @@ def bytes_to_unicode():
 
 
 def check_merges(tokens, merges):
-    """Every merge's two pieces and its result must be tokens (one line each)."""
+    """`tokens` a non-empty list of strings; every merge two strings whose
+    pieces and result are tokens (one line each)."""
+    if isinstance(tokens, str) or not isinstance(tokens, (list, tuple)) or not tokens:
+        raise ValueError(f"tokens must be a non-empty list of strings (in id order), got "
+                         f"{tokens!r:.40}.")
+    for token_id, token in enumerate(tokens):
+        if not isinstance(token, str):
+            raise ValueError(f"tokens[{token_id}] is {token!r:.40}, not a string.")
     known = set(tokens)
-    for rank, (a, b) in enumerate(merges):
+    for rank, merge in enumerate(merges):
+        if isinstance(merge, str) or len(merge) != 2 or not all(
+                isinstance(piece, str) and piece for piece in merge):
+            raise ValueError(f"merge {rank + 1} is {merge!r:.40}: a merge is two non-empty "
+                             "strings (a, b).")
+        a, b = merge
         for piece in (a, b, a + b):
             if piece not in known:
                 raise ValueError(f"merge {rank + 1} ({a} {b}): {piece!r} is not in the "

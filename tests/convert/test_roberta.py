@@ -237,3 +237,73 @@ def test_bpe_checkpoint_missing_a_tokenizer_file(roberta_dirs, tmp_path,
             name, lambda: BertPreprocessor.from_pretrained(ckpt),
             rf"Not a byte-level BPE checkpoint: \S*{name} is missing \(\S*config\.json says "
             r"tokenizer 'byte_level_bpe'\)")
+
+
+# -- Extractive QA on RoBERTa's packing: <s> q </s></s> context </s> -----------
+QA_CONTEXT = ("Open file and return a stream. Raise OSError upon failure. The file is "
+              "opened in text mode unless the mode says binary, and the encoding defaults "
+              "to the locale's preferred encoding.")
+QA = [("What does open return?", "a stream"), ("What is raised upon failure?", "OSError"),
+      ("What does the encoding default to?", "the locale's preferred encoding")]
+
+
+def qa_columns():
+    questions = [q for q, _ in QA]
+    answers = [{"text": [a], "answer_start": [QA_CONTEXT.index(a)]} for _, a in QA]
+    return (questions, [QA_CONTEXT] * len(QA)), answers
+
+
+@pytest.mark.parametrize("seq_length, doc_stride", [(128, 128), (32, 8)])
+def test_question_answerer_targets_are_the_answer_tokens(roberta_dirs, bpe_tokenizer_dir,
+                                                         seq_length, doc_stride):
+    """Every window's training target decodes (by transformers' tokenizer) to
+    the answer when the window's context holds it, and is <s> (0) when not;
+    one window per question at 128, several (doc_stride 8) at 32."""
+    from tfbert import QuestionAnswerer
+
+    reference = transformers.AutoTokenizer.from_pretrained(str(bpe_tokenizer_dir))
+    qa = QuestionAnswerer.from_pretrained(roberta_dirs["RobertaModel"][2], seq_length=seq_length,
+                                          max_query_length=10, doc_stride=doc_stride)
+    x, y = qa_columns()
+    (inputs, targets), = list(qa.text_batches(x, y, batch_size=64))
+    ids = inputs["input_word_ids"].numpy()
+    start, end = targets["start_logits"].numpy(), targets["end_logits"].numpy()
+    assert len(ids) == qa.num_texts(x) and (len(ids) == 3) == (seq_length == 128)
+    labelled = 0
+    for row, s, e in zip(ids, start, end):
+        seps = np.flatnonzero(row == reference.sep_token_id)  # q </s></s> window </s>
+        assert seps[1] == seps[0] + 1
+        window = reference.decode(row[seps[1] + 1:seps[2]])
+        answer = next(a for q, a in QA if reference.decode(row[1:seps[0]]) in q)
+        if answer in window:
+            assert reference.decode(row[s:e + 1]).strip() == answer
+            labelled += 1
+        else:
+            assert s == e == 0
+    assert labelled >= 3
+
+
+def test_question_answerer_predicts_the_span_of_its_logits(roberta_dirs, bpe_tokenizer_dir):
+    """predict's answer is the best span of the model's logits over the context
+    tokens of transformers' own encoding of (question, context), sliced by its offsets."""
+    from tfbert import QuestionAnswerer
+
+    reference = transformers.AutoTokenizer.from_pretrained(str(bpe_tokenizer_dir))
+    qa = QuestionAnswerer.from_pretrained(roberta_dirs["RobertaModel"][2], seq_length=128,
+                                          max_query_length=24, max_answer_length=8)
+    x, _ = qa_columns()
+    got = qa.predict(x, verbose=0)
+    for (question, _), answer in zip(QA, got):
+        enc = reference(question, QA_CONTEXT, max_length=128, padding="max_length",
+                        truncation="only_second", return_offsets_mapping=True)
+        ids = np.array([enc["input_ids"]], np.int32)
+        logits = qa({"input_word_ids": ids, "input_mask": np.array([enc["attention_mask"]]),
+                     "input_type_ids": np.zeros_like(ids)})
+        s_logits, e_logits = (np.asarray(logits[k])[0] for k in ("start_logits", "end_logits"))
+        context = [i for i, s in enumerate(enc.sequence_ids()) if s == 1]
+        best = max(((s_logits[s] + e_logits[e], s, e) for s in context for e in context
+                    if s <= e < s + 8))
+        _, s, e = best
+        start, end = enc["offset_mapping"][s][0], enc["offset_mapping"][e][1]
+        assert (answer["answer"], answer["start"], answer["end"]) == (
+            QA_CONTEXT[start:end], start, end)

@@ -5,10 +5,11 @@ question and the answer function of raw strings. Shared by the QA task
 QuestionAnswerer`, so `tf.data`, `predict`, dev evaluation and the exported
 SavedModel run one implementation.
 
-Windows are `[CLS] question [SEP] context window [SEP]`: the question is cut
-to `max_query_length` wordpieces, and a long context is covered by windows
-of `seq_length - 3 - len(question)` wordpieces (`tfbert.text.windows`: the
-`doc_stride` or `doc_overlap` convention). A window's training target is the
+Windows are `[CLS] question [SEP] context window [SEP]` (a byte-level BPE
+preprocessor: RoBERTa's `<s> question </s></s> context window </s>`): the
+question is cut to `max_query_length` wordpieces, and a long context is
+covered by windows of `seq_length - 3 - len(question)` wordpieces (RoBERTa:
+`- 4`; `tfbert.text.windows`: the `doc_stride` or `doc_overlap` convention). A window's training target is the
 gold answer's first and last wordpiece inside it, or [CLS] (position 0) when
 the answer is not wholly inside it or the question has none (SQuAD v2.0).
 
@@ -35,7 +36,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert.models.span_labeler import MASKED_LOGIT
-from tfbert.text.windows import is_max_context, pack_windows
+from tfbert.text.windows import is_max_context, pack_windows, pair_separators
 
 # The graph check's message, matched in the error (no quote marks: TensorFlow escapes them).
 ANSWER_NOT_AT_START = "tfbert: an answer text is not in its context at its answer_start"
@@ -86,7 +87,9 @@ def question_windows(preprocessor, question, context, seq_length, max_query_leng
     spans, inputs = pack_windows(preprocessor, c_ids, seq_length, prefix=q_ids,
                                  doc_stride=doc_stride, doc_overlap=doc_overlap,
                                  max_windows=max_windows, error=error)
-    context_offset = 2 + tf.gather(q_ids.row_lengths(), spans["row"])
+    # The context follows [CLS] q [SEP] (RoBERTa: <s> q </s></s>).
+    context_offset = 1 + pair_separators(preprocessor) + tf.gather(q_ids.row_lengths(),
+                                                                  spans["row"])
     return {**spans, "inputs": inputs, "context_offset": context_offset,
             "piece_start": piece_start, "piece_limit": piece_limit}
 

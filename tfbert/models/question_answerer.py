@@ -64,6 +64,7 @@ from tfbert.models.strings_model import StringsModel
 from tfbert.models.text_data import (IDS_HINT, check_batch_size, check_weights, holds_ids,
                                      is_one_pair, is_pair, text_columns)
 from tfbert.text.preprocessor import BertPreprocessor
+from tfbert.text.windows import pair_separators
 from tfbert.train import recipe
 
 SECTION = "question_answerer"  # the checkpoint's config.json section and weights prefix
@@ -126,14 +127,19 @@ class QuestionAnswerer(StringsModel, BertSpanLabeler):
                 raise ValueError(f"{name} must be >= {0 if name == 'doc_overlap' else 1}, "
                                  f"got {value}.")
         seq_length = preprocessor.seq_length
-        budget = seq_length - 3 - max_query_length  # context wordpieces per window
+        specials = 2 + pair_separators(preprocessor)  # 3 for BERT, 4 for RoBERTa
+        budget = seq_length - specials - max_query_length  # context wordpieces per window
         if budget < 1:
             raise ValueError(f"max_query_length={max_query_length} leaves no room for the "
-                             f"context in seq_length={seq_length}: at most {seq_length - 4}.")
+                             f"context in seq_length={seq_length}: at most "
+                             f"{seq_length - specials - 1}.")
         if doc_overlap is not None and doc_overlap >= budget:
-            raise ValueError(f"doc_overlap={doc_overlap} must be < seq_length - 3 - "
+            raise ValueError(f"doc_overlap={doc_overlap} must be < seq_length - {specials} - "
                              f"max_query_length = {budget} (each window must move on).")
         kwargs.setdefault("name", "question_answerer")
+        # RoBERTa's packing has no segment ids: the head finds the context after </s></s>.
+        kwargs["separator_id"] = (preprocessor.vocab.sep_id if pair_separators(preprocessor) == 2
+                                  else None)
         super().__init__(encoder, dropout=dropout, initializer_range=initializer_range, **kwargs)
         # === Config ===
         self.preprocessor = preprocessor

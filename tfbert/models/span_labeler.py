@@ -15,7 +15,8 @@ class BertSpanLabeler(EncoderModel):
     """A `BertEncoder` with one dense layer giving a start and an end logit per token.
 
     Inputs: the encoder's dict of int32 `[batch, seq]` tensors packed as
-    `[CLS] question [SEP] context [SEP]` (context has `input_type_ids` 1).
+    `[CLS] question [SEP] context [SEP]` (context has `input_type_ids` 1), or
+    with `separator_id`, RoBERTa's `<s> question </s></s> context </s>`.
     Outputs: dict of float32 `[batch, seq]` `start_logits`, `end_logits`.
     Positions other than context tokens and [CLS] get `MASKED_LOGIT`: an
     answer is a context span, and [CLS] is the "no answer in this window"
@@ -28,6 +29,9 @@ class BertSpanLabeler(EncoderModel):
             none, so 0.0 by default).
         initializer_range: stddev of the head's truncated-normal init
             (default: the encoder's).
+        separator_id: RoBERTa's `</s>` id: the context is then the tokens
+            after the first two separators (its packing has no segment ids);
+            None: the tokens of `input_type_ids` 1 (BERT).
 
     Example:
     >>> encoder = BertEncoder(BertConfig.from_preset("tiny", vocab_size=100))
@@ -39,7 +43,8 @@ class BertSpanLabeler(EncoderModel):
     [True, False, False, True, True, False, False]
     """
 
-    def __init__(self, encoder, dropout=0.0, initializer_range=None, **kwargs):
+    def __init__(self, encoder, dropout=0.0, initializer_range=None, separator_id=None,
+                 **kwargs):
         self.check_encoder(encoder, "BertSpanLabeler")
         if initializer_range is None:
             initializer_range = encoder.config.initializer_range
@@ -56,7 +61,7 @@ class BertSpanLabeler(EncoderModel):
         sequence = encoder(inputs)["sequence_output"]
         logits = logits_layer(head_dropout(sequence))  # [batch, seq, 2]
         # Allowed positions: [CLS] (position 0) and context tokens, i.e.
-        # type 1 inside the mask, minus the final [SEP] (the last masked-in one).
+        # the second text inside the mask, minus the final [SEP] (the last masked-in one).
         mask = inputs["input_mask"]
         # Positions by cumsum: the sequence length is unknown (None) here.
         positions = keras.ops.cumsum(keras.ops.ones_like(mask), axis=1) - 1
@@ -64,7 +69,7 @@ class BertSpanLabeler(EncoderModel):
         # keras.ops, not ==/&: KerasTensor comparisons are not overloaded.
         ops = keras.ops
         context = ops.logical_and(
-            ops.logical_and(ops.equal(inputs["input_type_ids"], 1), ops.equal(mask, 1)),
+            ops.logical_and(second_text(inputs, separator_id), ops.equal(mask, 1)),
             ops.less(positions, length - 1))
         allowed = ops.logical_or(context, ops.equal(positions, 0))
         start = keras.ops.where(allowed, logits[:, :, 0], MASKED_LOGIT)
@@ -77,6 +82,19 @@ class BertSpanLabeler(EncoderModel):
         self.encoder = encoder
         self.dropout = dropout
         self.initializer_range = initializer_range
+        self.separator_id = separator_id
 
     def head_config(self):
-        return {"dropout": self.dropout, "initializer_range": self.initializer_range}
+        return {"dropout": self.dropout, "initializer_range": self.initializer_range,
+                "separator_id": self.separator_id}
+
+
+def second_text(inputs, separator_id=None):
+    """bool `[batch, seq]`: the positions of a pair's second text (and what
+    follows it): type id 1, or after two `separator_id`s (RoBERTa)."""
+    ops = keras.ops
+    if separator_id is None:
+        return ops.equal(inputs["input_type_ids"], 1)
+    is_separator = ops.cast(ops.equal(inputs["input_word_ids"], separator_id), "int32")
+    before = ops.cumsum(is_separator, axis=1) - is_separator  # separators before each position
+    return ops.greater_equal(before, 2)

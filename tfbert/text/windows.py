@@ -104,6 +104,13 @@ def window_values(values, spans):
     return tf.RaggedTensor.from_tensor(tf.gather(padded, index), lengths=length)
 
 
+def pair_separators(preprocessor):
+    """Special tokens between a pair's two texts: 1 (BERT's `[SEP]`) or 2
+    (RoBERTa's `</s></s>`). The second text starts `1 + this` tokens after
+    the first one's end."""
+    return 2 if getattr(preprocessor, "layout", "bert") == "roberta" else 1
+
+
 def pack_windows(preprocessor, pieces, seq_length, prefix=None, **window_args):
     """Windows of ragged wordpiece ids `pieces` `[batch, (pieces)]`, packed as
     `[CLS] window [SEP]`, or `[CLS] prefix [SEP] window [SEP]` (RoBERTa's
@@ -112,9 +119,8 @@ def pack_windows(preprocessor, pieces, seq_length, prefix=None, **window_args):
     of its row. `window_args` go to `window_spans`. Returns `(spans, inputs)`:
     the spans and the three int32 `[windows, seq_length]` encoder inputs."""
     budget = seq_length - 2
-    if prefix is not None:  # RoBERTa's pair: <s> prefix </s></s> window </s>, one more
-        separators = 2 if getattr(preprocessor, "layout", "bert") == "roberta" else 1
-        budget = seq_length - 2 - separators - prefix.row_lengths()
+    if prefix is not None:
+        budget = seq_length - 2 - pair_separators(preprocessor) - prefix.row_lengths()
     spans = window_spans(pieces.row_lengths(), budget, **window_args)
     segments = [window_values(pieces, spans)]
     if prefix is not None:

@@ -414,12 +414,10 @@ def _is_tfbert_config(path):
 def require_file(path, what):
     """`path`, or one line naming it and what it should hold: not a path
     (TypeError), missing (FileNotFoundError), a directory (ValueError)."""
-    path = config_loader.check_path(path, what)
-    if os.path.isdir(path):
-        raise ValueError(f"{what}: {path} is a directory, not a file.")
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{what} not found: {path}")
-    return path
+    try:
+        return config_loader.check_file(path, what)
+    except FileNotFoundError:  # the converters' wording ("<what> not found: <path>")
+        raise FileNotFoundError(f"{what} not found: {path}") from None
 
 
 def check_vocab(vocab_file, vocab_size):

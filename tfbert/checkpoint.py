@@ -19,6 +19,8 @@
     <dir>/vocab.txt          WordPiece vocabulary, one token per line (a byte-level
                              BPE checkpoint: its tokens in id order)
     <dir>/vocab.json, merges.txt   a byte-level BPE checkpoint's tokenizer files
+    <dir>/special_tokens.json      optional: its special tokens as the text holds
+                                   them (`[{"content", "lstrip", "rstrip"}]`)
 
 The optional sections are the settings of the model that wrote them, as
 dataclasses checked like every tfbert config (`tfbert.config_loader`): a bad
@@ -151,6 +153,7 @@ MODEL_TYPES = ("bert", "roberta", "distilbert", "albert")
 # RoBERTa; no tfbert preprocessor reads it yet).
 TOKENIZERS = ("wordpiece", "byte_level_bpe")
 BPE_FILES = ("vocab.json", "merges.txt")
+BPE_SPECIAL_FILE = "special_tokens.json"  # optional beside BPE_FILES
 
 
 @dataclasses.dataclass
@@ -258,12 +261,15 @@ def save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
     `question_answerer`, `huggingface`: optional settings sections, each its dataclass
     (`SentenceSettings`, ...) or a dict of its fields.
     `tokenizer`: one of `TOKENIZERS`; "byte_level_bpe" needs `tokenizer_files`,
-    `{"vocab.json": path, "merges.txt": path}`, copied beside vocab.txt.
+    `{"vocab.json": path, "merges.txt": path}` (and optionally
+    `"special_tokens.json"`), copied beside vocab.txt.
     """
     if tokenizer not in TOKENIZERS:
         raise ValueError(f"save_checkpoint: tokenizer {tokenizer!r} is not one of {TOKENIZERS}.")
     tokenizer_files = dict(tokenizer_files or {})
-    if sorted(tokenizer_files) != sorted(BPE_FILES if tokenizer == "byte_level_bpe" else ()):
+    given = sorted(set(tokenizer_files) - {BPE_SPECIAL_FILE} if tokenizer == "byte_level_bpe"
+                   else tokenizer_files)
+    if given != sorted(BPE_FILES if tokenizer == "byte_level_bpe" else ()):
         raise ValueError(f"save_checkpoint: a {tokenizer} checkpoint takes tokenizer_files "
                          f"{list(BPE_FILES) if tokenizer == 'byte_level_bpe' else []}, got "
                          f"{sorted(tokenizer_files)}.")

@@ -71,3 +71,9 @@ def test_bad_tokenizer_json_is_one_line(files, raises_one_line_from_tfbert):
     ]:
         path = files(name, content)
         raises_one_line_from_tfbert(name, lambda: read(path), pattern)
+    bad = files("added.json", '{"added_tokens": ["<s>"]}')
+    raises_one_line_from_tfbert("added_tokens", lambda: bpe_files.added_tokens(bad),
+                                r"added\.json: added_tokens is not a list of objects\.$")
+    bad = files("special_tokens.json", '{"content": "<s>"}')
+    raises_one_line_from_tfbert("special_tokens.json", lambda: bpe_files.read_special_tokens(bad),
+                                r"special_tokens\.json: expected a JSON list of objects")

@@ -80,6 +80,41 @@ def test_roberta_mlm_logits_parity(roberta_dirs, batch, hf_test):
     assert diff <= 1e-5
 
 
+# Python docs sentences, the mask at the start, middle and end, glued or spaced.
+FILL_MASK = ["Return a new <mask> containing all items from the iterable in ascending order.",
+             "<mask> file and return a stream.",
+             "Raise ValueError if the value is not <mask>.",
+             "Return the number of <mask>s in the list, and<mask> it.<mask>"]
+
+
+def test_fill_mask_on_converted_roberta(roberta_dirs, bpe_tokenizer_dir,
+                                        raises_one_line_from_tfbert):
+    """FillMask reads RoBERTa's <mask> (as the source's tokenizer.json has it):
+    per mask, the top-5 tokens and probabilities of RobertaForMaskedLM's logits
+    on transformers' own encoding; a text without <mask> is one line."""
+    import torch
+    from tfbert.models.fill_mask import FillMask
+
+    src, model, out = roberta_dirs["RobertaForMaskedLM"]
+    fill = FillMask.from_pretrained(out, seq_length=64)
+    assert fill.mask_token == "<mask>"
+    reference = transformers.AutoTokenizer.from_pretrained(str(src))
+    got = fill(FILL_MASK, top_k=5)
+    for text, per_mask in zip(FILL_MASK, got):
+        enc = reference(text, return_tensors="pt")
+        with torch.no_grad():
+            logits = model(**enc).logits[0]
+        masks = (enc["input_ids"][0] == reference.mask_token_id).nonzero()[:, 0].tolist()
+        assert len(per_mask) == len(masks) == text.count("<mask>")
+        for candidates, position in zip(per_mask, masks):
+            probs = torch.softmax(logits[position], -1)
+            top = torch.topk(probs, 5)
+            assert [t for t, _ in candidates] == reference.convert_ids_to_tokens(top.indices)
+            np.testing.assert_allclose([p for _, p in candidates], top.values.numpy(), atol=1e-5)
+    raises_one_line_from_tfbert("no mask", lambda: fill(["Open file.", "Open <mas k> file."]),
+                                r"^Fill-mask text has no <mask>: 'Open file\.'$")
+
+
 def test_roberta_sequence_classification_parity(roberta_dirs, batch, hf_test):
     """classifier.dense + tanh over <s> is BERT's pooler; out_proj the classifier."""
     src, model, out = roberta_dirs["RobertaForSequenceClassification"]

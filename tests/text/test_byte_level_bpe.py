@@ -78,6 +78,47 @@ def test_ids_and_offsets_match_transformers(tokenizer, reference):
     assert differ == []
 
 
+def with_special_tokens(sentences):
+    """Real sentences with <mask>, <s>, </s> written in at the start, middle and
+    end, with and without spaces (and with tabs, newlines, double spaces) around."""
+    out = []
+    for k, s in enumerate(sentences):
+        words = s.split(" ")
+        middle = len(words) // 2
+        glue = ["<mask> ", " <mask>", "<mask>", "  <mask>\t", "\n<mask>"][k % 5]
+        out += [" ".join(words[:middle]) + glue + " ".join(words[middle:]),
+                "<s>" + s + "</s>", "<mask> " + s + " <mask>", s + "</s></s>" + s + " </s>",
+                "<mask>" + s.replace(" ", " <mask> ", 1) + "<mask>.", " <s> " + s + "<pad><unk>"]
+    return out + ["<mask>", " <mask>", "<mask><mask>", "<mas k> <s/>", "x<mask>y", "\x00 <mask>"]
+
+
+def test_special_tokens_match_transformers(tokenizer, reference, bpe_dir, tmp_path):
+    """Special tokens in the text, as RobertaTokenizerFast: the defaults as
+    roberta-base's (<mask> takes the space before it), and those of a
+    tokenizer.json (transformers 5 saves <mask> without lstrip): ids and offsets."""
+    transformers = pytest.importorskip("transformers")
+    lines = with_special_tokens(docstring_sentences(40))
+    lstrip = transformers.RobertaTokenizerFast(
+        vocab=str(bpe_dir / "vocab.json"), merges=str(bpe_dir / "merges.txt"),
+        mask_token=transformers.AddedToken("<mask>", lstrip=True, rstrip=False,
+                                           normalized=False, special=True))
+    reference.save_pretrained(str(tmp_path))
+    from_json = ByteLevelBPETokenizer.from_files(bpe_dir / "vocab.json", bpe_dir / "merges.txt",
+                                                 tokenizer_json=tmp_path / "tokenizer.json")
+    assert [t["lstrip"] for t in tokenizer.special_tokens] == [False] * 4 + [True]
+    assert not any(t["lstrip"] for t in from_json.special_tokens)
+    for ours, theirs in ((tokenizer, lstrip), (from_json, reference)):
+        ids, starts, ends = [x.to_list() for x in ours.tokenize_with_offsets(tf.constant(lines))]
+        differ = []
+        for k, line in enumerate(lines):
+            want = theirs(line, add_special_tokens=False, return_offsets_mapping=True)
+            if (ids[k] != want["input_ids"] or list(zip(starts[k], ends[k]))
+                    != [tuple(o) for o in want["offset_mapping"]]):
+                differ.append(line)
+        assert differ == []
+        assert sum(i.count(4) for i in ids) == sum(t.count("<mask>") for t in lines) > 200
+
+
 def test_saved_model_passes_op_rule_and_reloads(tokenizer, tmp_path):
     module = tf.Module()
     module.tokenizer = tokenizer
@@ -89,7 +130,7 @@ def test_saved_model_passes_op_rule_and_reloads(tokenizer, tmp_path):
     tf.saved_model.save(module, path)
     op_check.check_op_rule(path)
     texts = tf.constant(["Café déjà vu:   naïve résumé, 1887!", "", "  leading\n\nspace ",
-                         "nul\x00 and\x01\x00 escape"])
+                         "nul\x00 and\x01\x00 escape", "<s>The <mask> returns  <mask></s>"])
     want = tokenizer(texts).flat_values.numpy().tolist()
     loaded = tf.saved_model.load(path)
     assert loaded.tokenize(texts).numpy().tolist() == want
@@ -189,3 +230,13 @@ def test_bad_tokens_and_merges_are_one_line(raises_one_line_from_tfbert):
     check("an id", lambda: ByteLevelBPETokenizer(["a", 7], []), r"^tokens\[1\] is 7, not a string\.$")
     check("one-token merge", lambda: ByteLevelBPETokenizer(["a", "b", "ab"], [("a",)]),
           r"^merge 1 is \('a',\): a merge is two non-empty strings \(a, b\)\.$")
+    def special(*entries):
+        return lambda: ByteLevelBPETokenizer(["a", "<s>"], [], special_tokens=list(entries))
+
+    check("special not a token", special("<mask>"),
+          r"^special token '<mask>' \(id None\) is not that token of the vocabulary\.$")
+    check("special id", special({"content": "<s>", "id": 0}),
+          r"^special token '<s>' \(id 0\) is not that token of the vocabulary\.$")
+    check("single_word", special({"content": "<s>", "single_word": True}),
+          r"^special token '<s>': single_word, white space at its ends and NUL are not "
+          r"supported\.$")

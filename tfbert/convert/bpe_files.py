@@ -25,6 +25,7 @@ from tfbert import atomic, config_loader
 from tfbert.convert import common
 
 MERGES_HEADER = "#version: 0.2"
+SPECIAL_KEYS = ("content", "id", "lstrip", "rstrip", "single_word")  # of an added token
 
 
 def read_bpe_vocab(path):
@@ -89,6 +90,32 @@ def bpe_from_tokenizer_json(path):
     return tokens, merges
 
 
+def added_tokens(path):
+    """`tokenizer.json`'s `added_tokens` (the tokens transformers cuts out of
+    the text before BPE: `<s>`, `<mask>`, ...), each a dict with `content`,
+    `id`, `lstrip`, `rstrip`."""
+    tokens = common.read_json_object(path, "tokenizer.json").get("added_tokens") or []
+    if not isinstance(tokens, list) or not all(isinstance(t, dict) for t in tokens):
+        raise ValueError(f"{path}: added_tokens is not a list of objects.")
+    return tokens
+
+
+def read_special_tokens(path):
+    """A checkpoint's `special_tokens.json`: a list of added-token objects."""
+    tokens = common.read_json(path, "special tokens (special_tokens.json)")
+    if not isinstance(tokens, list) or not all(isinstance(t, dict) for t in tokens):
+        raise ValueError(f"{path}: expected a JSON list of objects (content, lstrip, rstrip).")
+    return tokens
+
+
+def write_special_tokens(path, special_tokens):
+    """Writes `special_tokens.json` (atomically): the added tokens' `SPECIAL_KEYS`."""
+    with atomic.atomic_file(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump([{k: t[k] for k in SPECIAL_KEYS if k in t} for t in special_tokens], f,
+                      ensure_ascii=False)
+
+
 def write_bpe_files(out_dir, tokens, merges):
     """Writes `vocab.json` and `merges.txt` (each atomically) into `out_dir`."""
     with atomic.atomic_file(os.path.join(out_dir, "vocab.json")) as tmp:
@@ -100,9 +127,10 @@ def write_bpe_files(out_dir, tokens, merges):
 
 
 def bpe_files(src_dir, tmp_dir):
-    """`(tokens, {"vocab.json": path, "merges.txt": path})` of a byte-level BPE
-    directory: its own files, checked, or ones written to `tmp_dir` from its
-    `tokenizer.json`."""
+    """`(tokens, {"vocab.json": path, "merges.txt": path[, "special_tokens.json": path]})`
+    of a byte-level BPE directory: its own files, checked, or ones written to
+    `tmp_dir` from its `tokenizer.json`; that file's added tokens (when there)
+    go to `special_tokens.json`."""
     vocab_path = os.path.join(src_dir, "vocab.json")
     merges_path = os.path.join(src_dir, "merges.txt")
     json_path = os.path.join(src_dir, "tokenizer.json")
@@ -110,7 +138,13 @@ def bpe_files(src_dir, tmp_dir):
         common.require_file(vocab_path, "BPE vocabulary (vocab.json, or a tokenizer.json)")
         tokens = read_bpe_vocab(vocab_path)
         read_merges(merges_path)
-        return tokens, {"vocab.json": vocab_path, "merges.txt": merges_path}
-    tokens, merges = bpe_from_tokenizer_json(json_path)
-    write_bpe_files(tmp_dir, tokens, merges)
-    return tokens, {name: os.path.join(tmp_dir, name) for name in ("vocab.json", "merges.txt")}
+        files = {"vocab.json": vocab_path, "merges.txt": merges_path}
+    else:
+        tokens, merges = bpe_from_tokenizer_json(json_path)
+        write_bpe_files(tmp_dir, tokens, merges)
+        files = {name: os.path.join(tmp_dir, name) for name in ("vocab.json", "merges.txt")}
+    if os.path.isfile(json_path):
+        # ByteLevelBPETokenizer checks them against the tokens when it loads them.
+        files["special_tokens.json"] = os.path.join(tmp_dir, "special_tokens.json")
+        write_special_tokens(files["special_tokens.json"], added_tokens(json_path))
+    return tokens, files

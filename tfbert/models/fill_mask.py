@@ -1,17 +1,20 @@
-"""`FillMask`: top-k tokens for `[MASK]`s in raw strings, and next-sentence scores."""
+"""`FillMask`: top-k tokens for the mask tokens (`[MASK]`, RoBERTa's `<mask>`)
+in raw strings, and next-sentence scores."""
 
 import numpy as np
 import tensorflow as tf
-
-MASK_TOKEN = "[MASK]"
 
 
 class FillMask:
     """Python API over a pretrained `BertPretrainer` and its preprocessor.
 
-    The literal `[MASK]` in a string is recognized here only (as Hugging
-    Face's fill-mask pipeline does); the text between masks is tokenized
-    normally, so tokenization keeps reference parity everywhere else.
+    The mask is the model's own mask token, written in the text: `[MASK]`
+    for WordPiece, `<mask>` for a byte-level BPE (a converted RoBERTa). The
+    BPE tokenizer maps `<mask>` to its id itself (taking the space before it,
+    as transformers' RoBERTa tokenizer); for WordPiece the literal `[MASK]` is
+    recognized here only and the text between masks is tokenized normally, so
+    tokenization keeps reference parity everywhere else. The candidates are
+    vocabulary tokens (`Ġlist` for byte-level BPE).
 
     Example:
     >>> fill = FillMask.from_pretrained("runs/tiny/pretrained")  # doctest: +SKIP
@@ -26,6 +29,7 @@ class FillMask:
         self.preprocessor = preprocessor
         self.vocab = preprocessor.vocab
         self.seq_length = preprocessor.seq_length
+        self.mask_token = self.vocab.tokens[self.vocab.mask_id]
 
     @classmethod
     def from_pretrained(cls, checkpoint_dir, seq_length=128):
@@ -48,28 +52,19 @@ class FillMask:
         return cls(model, preprocessor)
 
     def __call__(self, texts, top_k=5):
-        """For each text, for each `[MASK]` in order: `top_k` `(token, prob)`."""
+        """For each text, for each mask token in order: `top_k` `(token, prob)`."""
         texts = _as_list(texts)
-        pieces = [t.split(MASK_TOKEN) for t in texts]
-        if any(len(p) < 2 for p in pieces):
-            bad = next(t for t, p in zip(texts, pieces) if len(p) < 2)
-            raise ValueError(f"Fill-mask text has no {MASK_TOKEN}: {bad!r}")
-        flat = [piece for p in pieces for piece in p]
-        tokenized = self.preprocessor.tokenize(tf.constant(flat)).merge_dims(1, 2).to_list()
-        rows, k = [], 0
-        for p in pieces:
-            ids = []
-            for j in range(len(p)):
-                if j:
-                    ids.append(self.vocab.mask_id)
-                ids.extend(tokenized[k + j])
-            k += len(p)
-            rows.append(ids)
+        rows = self._ids_with_masks(texts)
+        bad = next((t for t, r in zip(texts, rows) if self.vocab.mask_id not in r), None)
+        if bad is not None:
+            raise ValueError(f"Fill-mask text has no {self.mask_token}: {bad!r}")
         longest = max(len(r) for r in rows) + 2
         if longest > self.seq_length:
+            v = self.vocab
             raise ValueError(
-                f"A fill-mask text has {longest} tokens with [CLS]/[SEP], more than "
-                f"seq_length={self.seq_length}; shorten it or raise seq_length."
+                f"A fill-mask text has {longest} tokens with {v.tokens[v.cls_id]}/"
+                f"{v.tokens[v.sep_id]}, more than seq_length={self.seq_length}; shorten it or "
+                "raise seq_length."
             )
         inputs = self._pack([rows])
         positions = [[i for i, t in enumerate(row) if t == self.vocab.mask_id] for row in
@@ -88,6 +83,24 @@ class FillMask:
                 per_mask.append([(self.vocab.tokens[i], float(probs[row, m, i])) for i in best])
             results.append(per_mask)
         return results
+
+    def _ids_with_masks(self, texts):
+        """Token ids of each text, its mask tokens as the mask id."""
+        if self.preprocessor.tokenizer_kind == "byte_level_bpe":  # reads <mask> itself
+            return self.preprocessor.tokenize(tf.constant(texts)).merge_dims(1, 2).to_list()
+        pieces = [t.split(self.mask_token) for t in texts]
+        flat = [piece for p in pieces for piece in p]
+        tokenized = self.preprocessor.tokenize(tf.constant(flat)).merge_dims(1, 2).to_list()
+        rows, k = [], 0
+        for p in pieces:
+            ids = []
+            for j in range(len(p)):
+                if j:
+                    ids.append(self.vocab.mask_id)
+                ids.extend(tokenized[k + j])
+            k += len(p)
+            rows.append(ids)
+        return rows
 
     def next_sentence_probability(self, first, second):
         """P(second follows first) for each pair of raw strings, `[batch]`."""

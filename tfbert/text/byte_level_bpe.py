@@ -15,6 +15,12 @@ applied by rank to every piece at once (each round merges, in every piece,
 the leftmost occurrence of its lowest-ranked adjacent pair, which is the
 order of the Rust BPE's (rank, position) queue).
 
+Special tokens written in the text (`<mask>`, `<s>`, ...: tokenizer.json's
+`added_tokens`, or RoBERTa's five) are cut out first, as transformers'
+added-token split: one regex_replace marks them, and each becomes one piece
+mapped straight to its id. A token with `lstrip` (`rstrip`) takes the white
+space before (after) it, which its offsets leave out.
+
 NUL (U+0000) marks the piece starts; the text's own NULs are escaped
 around the split.
 
@@ -38,6 +44,13 @@ LAST_SPACE = rf"([{WHITE_SPACE}]+)([{WHITE_SPACE}])([^{WHITE_SPACE}])"
 PIECE = (rf"('s|'t|'re|'ve|'m|'ll|'d| ?\p{{L}}+| ?\p{{N}}+|"
          rf" ?[^{WHITE_SPACE}\p{{L}}\p{{N}}{MARK}]+|[{WHITE_SPACE}]+)")
 NO_RANK = 2**31 - 1
+# RoBERTa's special tokens, as roberta-base's tokenizer.json (and transformers
+# 4's RobertaTokenizerFast) has them: only <mask> takes the space before it.
+ROBERTA_SPECIAL_TOKENS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
+LSTRIP_DEFAULT = ("<mask>",)
+# White space at either end of a special piece: lstrip / rstrip took it. Byte-
+# level symbols never hold raw white space, so this strips special pieces only.
+STRIP_SPACE = rf"^[{WHITE_SPACE}]+|[{WHITE_SPACE}]+$"
 
 
 def bytes_to_unicode():
@@ -77,14 +90,58 @@ def check_merges(tokens, merges):
                                  "vocabulary.")
 
 
-class ByteLevelBPETokenizer(tf.Module):
-    """`tokens` in id order, `merges` as `(a, b)` pairs by rank (see module doc)."""
+def special_token_list(tokens, special_tokens):
+    """`special_tokens` (None: RoBERTa's that are in `tokens`; or strings, or
+    tokenizer.json `added_tokens` dicts) -> `[{"content", "lstrip", "rstrip"}]`,
+    checked against `tokens` (one line each)."""
+    if special_tokens is None:
+        return [{"content": t, "lstrip": t in LSTRIP_DEFAULT, "rstrip": False}
+                for t in ROBERTA_SPECIAL_TOKENS if t in tokens]
+    if isinstance(special_tokens, str) or not isinstance(special_tokens, (list, tuple)):
+        raise ValueError(f"special_tokens must be a list of strings or added-token dicts, got "
+                         f"{special_tokens!r:.40}.")
+    ids = {token: i for i, token in enumerate(tokens)}
+    out = []
+    for entry in special_tokens:
+        entry = {"content": entry} if isinstance(entry, str) else entry
+        content = entry.get("content") if isinstance(entry, dict) else None
+        if not isinstance(content, str) or not content:
+            raise ValueError(f"special token {entry!r:.60} has no content string.")
+        if content not in ids or entry.get("id", ids[content]) != ids[content]:
+            raise ValueError(f"special token {content!r} (id {entry.get('id')}) is not that "
+                             "token of the vocabulary.")
+        if entry.get("single_word") or content != content.strip() or "\x00" in content:
+            raise ValueError(f"special token {content!r}: single_word, white space at its ends "
+                             "and NUL are not supported.")
+        out.append({"content": content, "lstrip": bool(entry.get("lstrip")),
+                    "rstrip": bool(entry.get("rstrip"))})
+    return out
 
-    def __init__(self, tokens, merges, unknown_token="<unk>", name=None):
+
+def special_pattern(special_tokens):
+    """RE2 alternation of the special tokens, longest first (transformers
+    matches leftmost-longest), with the white space lstrip/rstrip take."""
+    space = f"[{WHITE_SPACE}]*"
+    alternatives = []
+    for token in sorted(special_tokens, key=lambda t: -len(t["content"])):
+        literal = "".join(c if c.isalnum() and c.isascii() else f"\\x{{{ord(c):x}}}"
+                          for c in token["content"])
+        alternatives.append((space if token["lstrip"] else "") + literal
+                            + (space if token["rstrip"] else ""))
+    return "|".join(alternatives)
+
+
+class ByteLevelBPETokenizer(tf.Module):
+    """`tokens` in id order, `merges` as `(a, b)` pairs by rank, `special_tokens`
+    as `special_token_list` takes them (see module doc)."""
+
+    def __init__(self, tokens, merges, unknown_token="<unk>", special_tokens=None, name=None):
         super().__init__(name=name)
         check_merges(tokens, merges)
         self.tokens = list(tokens)
         self.merges = [tuple(merge) for merge in merges]
+        self.special_tokens = special_token_list(self.tokens, special_tokens)
+        self.special_pattern = special_pattern(self.special_tokens)
         byte_chars = bytes_to_unicode()
         self.byte_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
             tf.constant([bytes([b]) for b in range(256)]),
@@ -101,25 +158,55 @@ class ByteLevelBPETokenizer(tf.Module):
             default_value=unknown_id)
 
     @classmethod
-    def from_files(cls, vocab_json, merges_txt, **kwargs):
-        """From RoBERTa's `vocab.json` and `merges.txt`."""
+    def from_files(cls, vocab_json, merges_txt, tokenizer_json=None, **kwargs):
+        """From RoBERTa's `vocab.json` and `merges.txt`; the special tokens from
+        `tokenizer_json`'s `added_tokens` when given."""
+        if tokenizer_json is not None:
+            kwargs["special_tokens"] = bpe_files.added_tokens(tokenizer_json)
         return cls(bpe_files.read_bpe_vocab(vocab_json), bpe_files.read_merges(merges_txt),
                    **kwargs)
 
     def pre_tokenize(self, texts):
-        """strings `[batch]` -> GPT-2 pieces `[batch, (pieces)]` (raw UTF-8)."""
+        """strings `[batch]` -> GPT-2 pieces `[batch, (pieces)]` (raw UTF-8); a
+        special token (with the white space it strips) is one piece."""
+        return self.pieces_and_specials(texts)[0]
+
+    def pieces_and_specials(self, texts):
+        """`(pieces, is_special)`: the pieces as `pre_tokenize`, and whether
+        each (flat) is a special token."""
         # The text's own NULs (and \x01, the escape) become two control chars
         # (same regex class, same pieces) and come back after the split.
         escaped = tf.strings.regex_replace(texts, "\x01", "\x01\x02")
         escaped = tf.strings.regex_replace(escaped, "\x00", "\x01\x01")
-        marked = tf.strings.regex_replace(escaped, LAST_SPACE, rf"\1{MARK}\2\3")
+        # Segments: the special tokens, and the text between them, which is
+        # pre-tokenized on its own (as transformers does after its added-token split).
+        if self.special_pattern:
+            escaped = tf.strings.regex_replace(escaped, self.special_pattern,
+                                               rf"{MARK}\0{MARK}")
+        segments = tf.strings.split(escaped, sep=MARK)
+        segments = tf.ragged.boolean_mask(segments, tf.strings.length(segments) > 0)
+        flat = segments.flat_values
+        if self.special_pattern:
+            # The text between two matches holds no match, so only specials match whole.
+            special = tf.strings.regex_full_match(flat, self.special_pattern)
+        else:
+            special = tf.zeros_like(flat, tf.bool)
+        marked = tf.strings.regex_replace(tf.where(special, "", flat), LAST_SPACE,
+                                          rf"\1{MARK}\2\3")
         marked = tf.strings.regex_replace(marked, PIECE, rf"{MARK}\1")
-        pieces = tf.strings.split(marked, sep=MARK)
-        pieces = tf.ragged.boolean_mask(pieces, tf.strings.length(pieces) > 0)
+        normal = tf.strings.split(marked, sep=MARK)
+        normal = tf.ragged.boolean_mask(normal, tf.strings.length(normal) > 0)
+        alone = tf.RaggedTensor.from_row_lengths(tf.boolean_mask(flat, special),
+                                                 tf.cast(special, tf.int64))
+        # Each segment is either its pieces or its one special piece.
+        pieces = tf.concat([normal, alone], axis=1)
+        flags = tf.concat([tf.zeros_like(normal, tf.bool), tf.ones_like(alone, tf.bool)], axis=1)
+        pieces = segments.with_flat_values(pieces).merge_dims(1, 2)
+        flags = segments.with_flat_values(flags).merge_dims(1, 2).flat_values
         # Every \x01 starts an escape pair, so each leftmost match is one pair.
         unescaped = tf.strings.regex_replace(pieces.flat_values, "\x01\x01", "\x00")
         unescaped = tf.strings.regex_replace(unescaped, "\x01\x02", "\x01")
-        return pieces.with_flat_values(unescaped)
+        return pieces.with_flat_values(unescaped), flags
 
     def merge(self, symbols, byte_lengths, word_ids, num_words):
         """Applies the merges to flat `symbols` (of `byte_lengths` text bytes)
@@ -152,14 +239,25 @@ class ByteLevelBPETokenizer(tf.Module):
         return symbols, byte_lengths, word_ids
 
     def split_and_merge(self, texts):
-        """strings `[batch]` -> `(pieces, symbols, byte_lengths, word_ids)`."""
+        """strings `[batch]` -> `(pieces, symbols, byte_lengths, word_ids, special)`;
+        a special piece is one symbol, its raw text (`special`: per symbol)."""
         texts = tf.convert_to_tensor(texts, tf.string)
-        pieces = self.pre_tokenize(texts)
-        piece_bytes = tf.strings.bytes_split(pieces.flat_values)
-        symbols = self.byte_table.lookup(piece_bytes.flat_values)
-        byte_lengths = tf.ones_like(symbols, tf.int32)
-        return (pieces,) + self.merge(symbols, byte_lengths, piece_bytes.value_rowids(),
-                                      piece_bytes.nrows())
+        pieces, special_piece = self.pieces_and_specials(texts)
+        flat = pieces.flat_values
+        piece_bytes = tf.strings.bytes_split(tf.where(special_piece, " ", flat))
+        word_ids = piece_bytes.value_rowids()
+        special = tf.gather(special_piece, word_ids)
+        symbols = tf.where(special, tf.gather(flat, word_ids),
+                           self.byte_table.lookup(piece_bytes.flat_values))
+        byte_lengths = tf.where(special, tf.gather(tf.strings.length(flat), word_ids), 1)
+        # A special piece is one symbol, so no merge touches it.
+        symbols, byte_lengths, word_ids = self.merge(symbols, byte_lengths, word_ids,
+                                                     piece_bytes.nrows())
+        return pieces, symbols, byte_lengths, word_ids, tf.gather(special_piece, word_ids)
+
+    def symbol_ids(self, symbols):
+        """The ids of merged symbols; a special piece's its token's (white space off)."""
+        return self.id_table.lookup(tf.strings.regex_replace(symbols, STRIP_SPACE, ""))
 
     def __call__(self, texts):
         """strings `[batch]` -> int32 ragged ids `[batch, (tokens)]`."""
@@ -170,8 +268,8 @@ class ByteLevelBPETokenizer(tf.Module):
     def tokenize(self, texts):
         """strings `[batch]` -> int32 ragged ids `[batch, (pieces), (tokens)]`: the
         GPT-2 pieces stand where BertTokenizer has words."""
-        pieces, symbols, _, word_ids = self.split_and_merge(texts)
-        return by_piece(self.id_table.lookup(symbols), word_ids, pieces)
+        pieces, symbols, _, word_ids, _ = self.split_and_merge(texts)
+        return by_piece(self.symbol_ids(symbols), word_ids, pieces)
 
     def tokenize_with_offsets(self, texts):
         """strings `[batch]` -> `(ids, starts, ends)`, int32 ragged `[batch, (tokens)]`;
@@ -208,8 +306,8 @@ class ByteLevelBPETokenizer(tf.Module):
     def byte_spans(self, texts):
         """`(pieces, word_ids, ids, starts, ends, text_of_token)`, flat over all
         tokens: each token's id and trimmed byte span in its text."""
-        pieces, symbols, byte_lengths, word_ids = self.split_and_merge(texts)
-        ids = self.id_table.lookup(symbols)
+        pieces, symbols, byte_lengths, word_ids, special = self.split_and_merge(texts)
+        ids = self.symbol_ids(symbols)
         # Pieces cover their text: a token's byte start is its start in all the
         # texts joined, less its text's start there.
         text_of_token = tf.gather(pieces.value_rowids(), word_ids)
@@ -217,12 +315,18 @@ class ByteLevelBPETokenizer(tf.Module):
         text_starts = tf.cumsum(text_lengths, exclusive=True)
         starts = tf.cumsum(byte_lengths, exclusive=True) - tf.gather(text_starts, text_of_token)
         ends = starts + byte_lengths
-        # trim_offsets: leading / trailing spaces (Ġ, one byte each) are not in the span.
+        # trim_offsets: leading / trailing spaces (Ġ, one byte each) are not in the
+        # span, nor the white space a special token strips (raw bytes).
         chars = tf.strings.length(symbols, unit="UTF8_CHAR")
         leading = chars - tf.strings.length(tf.strings.regex_replace(symbols, "^Ġ+", ""),
                                             unit="UTF8_CHAR")
         trailing = chars - tf.strings.length(tf.strings.regex_replace(symbols, "Ġ+$", ""),
                                              unit="UTF8_CHAR")
+        lengths = tf.strings.length(symbols)
+        leading = tf.where(special, lengths - tf.strings.length(tf.strings.regex_replace(
+            symbols, f"^[{WHITE_SPACE}]+", "")), leading)
+        trailing = tf.where(special, lengths - tf.strings.length(tf.strings.regex_replace(
+            symbols, f"[{WHITE_SPACE}]+$", "")), trailing)
         starts = tf.minimum(starts + leading, ends)
         ends = tf.maximum(ends - trailing, starts)
         return pieces, word_ids, ids, starts, ends, text_of_token

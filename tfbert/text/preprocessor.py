@@ -44,6 +44,8 @@ class BertPreprocessor(keras.layers.Layer):
             type ids 0).
         merges_file: byte-level BPE's `merges.txt` (or `merges`: the
             `(a, b)` pairs by rank).
+        special_tokens: byte-level BPE's special tokens as the text may hold
+            them (`<mask>`, ...; see `ByteLevelBPETokenizer`). None: RoBERTa's.
 
     `from_pretrained` reads the checkpoint's `tokenizer` and picks the kind.
 
@@ -76,6 +78,7 @@ class BertPreprocessor(keras.layers.Layer):
         tokenizer_kind="wordpiece",
         merges_file=None,
         merges=None,
+        special_tokens=None,
         **kwargs,
     ):
         kwargs.setdefault("trainable", False)
@@ -89,7 +92,8 @@ class BertPreprocessor(keras.layers.Layer):
             truncation = "longest_first" if tokenizer_kind == BYTE_LEVEL_BPE else "round_robin"
         check_packing(seq_length, truncation, max_seq_length)
         if tokenizer_kind == BYTE_LEVEL_BPE:
-            self.tokenizer = byte_level_bpe_tokenizer(vocab_file, vocabulary, merges_file, merges)
+            self.tokenizer = byte_level_bpe_tokenizer(vocab_file, vocabulary, merges_file, merges,
+                                                      special_tokens)
             self.vocab = Vocab(self.tokenizer.tokens, source=vocab_file or "<vocabulary>",
                                special_tokens=BPE_SPECIAL_TOKENS)
             self.layout = "roberta"
@@ -109,7 +113,7 @@ class BertPreprocessor(keras.layers.Layer):
     def from_pretrained(cls, checkpoint_dir, **kwargs):
         """From a tfbert checkpoint directory: its `vocab.txt` and `lower_case`
         flag, or for a byte-level BPE checkpoint (a converted RoBERTa) its
-        `vocab.json` and `merges.txt`."""
+        `vocab.json`, `merges.txt` and `special_tokens.json` (when there)."""
         config_path, meta = checkpoint.read_meta(checkpoint_dir)
         kind = meta.get("tokenizer", "wordpiece")
         if kind not in checkpoint.TOKENIZERS:
@@ -125,6 +129,9 @@ class BertPreprocessor(keras.layers.Layer):
                 if not os.path.isfile(path):
                     raise FileNotFoundError(f"Not a byte-level BPE checkpoint: {path} is missing "
                                             f"({config_path} says tokenizer {kind!r}).")
+            special_file = os.path.join(checkpoint_dir, checkpoint.BPE_SPECIAL_FILE)
+            if os.path.isfile(special_file):
+                kwargs.setdefault("special_tokens", bpe_files.read_special_tokens(special_file))
             # A text or a pair, as transformers' RoBERTa (its type_vocab_size is 1).
             kwargs.setdefault("max_segments", 2)
             return cls(vocab_file=vocab_file, merges_file=merges_file, tokenizer_kind=kind,
@@ -202,8 +209,11 @@ class BertPreprocessor(keras.layers.Layer):
         if self.tokenizer_kind != BYTE_LEVEL_BPE:
             return {}
         bpe_files.write_bpe_files(tmp_dir, self.vocab.tokens, self.tokenizer.merges)
+        bpe_files.write_special_tokens(os.path.join(tmp_dir, checkpoint.BPE_SPECIAL_FILE),
+                                       self.tokenizer.special_tokens)
         return {"tokenizer": BYTE_LEVEL_BPE, "tokenizer_files": {
-            name: os.path.join(tmp_dir, name) for name in checkpoint.BPE_FILES}}
+            name: os.path.join(tmp_dir, name)
+            for name in checkpoint.BPE_FILES + (checkpoint.BPE_SPECIAL_FILE,)}}
 
     # === Tokens as strings ===
 
@@ -253,11 +263,12 @@ class BertPreprocessor(keras.layers.Layer):
         )
         if self.tokenizer_kind == BYTE_LEVEL_BPE:
             config.update({"tokenizer_kind": self.tokenizer_kind,
-                           "merges": [list(merge) for merge in self.tokenizer.merges]})
+                           "merges": [list(merge) for merge in self.tokenizer.merges],
+                           "special_tokens": self.tokenizer.special_tokens})
         return config
 
 
-def byte_level_bpe_tokenizer(vocab_file, vocabulary, merges_file, merges):
+def byte_level_bpe_tokenizer(vocab_file, vocabulary, merges_file, merges, special_tokens=None):
     """A `ByteLevelBPETokenizer` from files or lists (one of each pair)."""
     if (vocab_file is None) == (vocabulary is None):
         raise ValueError("byte_level_bpe needs exactly one of vocab_file (vocab.json) and "
@@ -270,6 +281,7 @@ def byte_level_bpe_tokenizer(vocab_file, vocabulary, merges_file, merges):
     if merges_file is not None:
         merges = bpe_files.read_merges(os.fspath(merges_file))
     return ByteLevelBPETokenizer(vocabulary, [tuple(merge) for merge in merges],
+                                 special_tokens=special_tokens,
                                  name="tokenizer")
 
 

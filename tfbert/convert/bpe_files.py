@@ -25,6 +25,9 @@ from tfbert import atomic, config_loader
 from tfbert.convert import common
 
 MERGES_HEADER = "#version: 0.2"
+# RoBERTa's special tokens, as roberta-base's tokenizer.json (and transformers
+# 4's RobertaTokenizerFast) has them: only <mask> takes the space before it.
+ROBERTA_SPECIAL_TOKENS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
 SPECIAL_KEYS = ("content", "id", "lstrip", "rstrip", "single_word")  # of an added token
 
 
@@ -98,6 +101,12 @@ def added_tokens(path):
     if not isinstance(tokens, list) or not all(isinstance(t, dict) for t in tokens):
         raise ValueError(f"{path}: added_tokens is not a list of objects.")
     return tokens
+
+
+def roberta_special_tokens(tokens):
+    """RoBERTa's special tokens that are in `tokens`, as added-token dicts."""
+    return [{"content": t, "lstrip": t == "<mask>", "rstrip": False}
+            for t in ROBERTA_SPECIAL_TOKENS if t in tokens]
 
 
 def read_special_tokens(path):

@@ -46,7 +46,8 @@ shared layers without factorized embeddings (no transformers class has them).
 
 Tokenizer files: WordPiece writes `vocab.txt` and `tokenizer_config.json`
 (`BertTokenizer`, the lower-case flag), byte-level BPE `vocab.json`,
-`merges.txt` and `tokenizer_config.json` (`RobertaTokenizer`).
+`merges.txt` and `tokenizer_config.json` (`RobertaTokenizer`, its special
+tokens with the checkpoint's `lstrip`/`rstrip`).
 
 Example:
 >>> import tempfile
@@ -71,7 +72,7 @@ import safetensors.numpy
 
 from tfbert import checkpoint, config_loader
 from tfbert.atomic import atomic_dir
-from tfbert.convert import albert, common, distilbert, roberta
+from tfbert.convert import albert, bpe_files, common, distilbert, roberta
 from tfbert.convert.huggingface import huggingface_rules
 
 CLASS_NAMES = {"bert": "Bert", "roberta": "Roberta", "distilbert": "DistilBert",
@@ -295,10 +296,25 @@ def write_tokenizer(ckpt, family, out_dir):
     if ckpt.tokenizer == "byte_level_bpe":
         for name in checkpoint.BPE_FILES:
             shutil.copyfile(os.path.join(ckpt.path, name), os.path.join(out_dir, name))
+        # The special tokens keep their lstrip/rstrip (transformers 5 reads a bare
+        # "<mask>" without roberta-base's lstrip).
+        special_file = os.path.join(ckpt.path, checkpoint.BPE_SPECIAL_FILE)
+        special = {t.get("content"): t for t in (
+            bpe_files.read_special_tokens(special_file) if os.path.isfile(special_file)
+            else bpe_files.roberta_special_tokens(bpe_files.ROBERTA_SPECIAL_TOKENS))}
+
+        def added_token(content):
+            token = special.get(content, {})
+            return {"__type": "AddedToken", "content": content, "lstrip": bool(token.get("lstrip")),
+                    "rstrip": bool(token.get("rstrip")), "normalized": False,
+                    "single_word": False, "special": True}
+
         write_json(os.path.join(out_dir, "tokenizer_config.json"), {
             "tokenizer_class": "RobertaTokenizer", "add_prefix_space": False,
-            "bos_token": "<s>", "cls_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
-            "pad_token": "<pad>", "unk_token": "<unk>", "mask_token": "<mask>",
+            **{key: added_token(content) for key, content in (
+                ("bos_token", "<s>"), ("cls_token", "<s>"), ("eos_token", "</s>"),
+                ("sep_token", "</s>"), ("pad_token", "<pad>"), ("unk_token", "<unk>"),
+                ("mask_token", "<mask>"))},
             "model_max_length": length})
         return
     shutil.copyfile(ckpt.vocab_file, os.path.join(out_dir, "vocab.txt"))

@@ -44,10 +44,6 @@ LAST_SPACE = rf"([{WHITE_SPACE}]+)([{WHITE_SPACE}])([^{WHITE_SPACE}])"
 PIECE = (rf"('s|'t|'re|'ve|'m|'ll|'d| ?\p{{L}}+| ?\p{{N}}+|"
          rf" ?[^{WHITE_SPACE}\p{{L}}\p{{N}}{MARK}]+|[{WHITE_SPACE}]+)")
 NO_RANK = 2**31 - 1
-# RoBERTa's special tokens, as roberta-base's tokenizer.json (and transformers
-# 4's RobertaTokenizerFast) has them: only <mask> takes the space before it.
-ROBERTA_SPECIAL_TOKENS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
-LSTRIP_DEFAULT = ("<mask>",)
 # White space at either end of a special piece: lstrip / rstrip took it. Byte-
 # level symbols never hold raw white space, so this strips special pieces only.
 STRIP_SPACE = rf"^[{WHITE_SPACE}]+|[{WHITE_SPACE}]+$"
@@ -95,8 +91,7 @@ def special_token_list(tokens, special_tokens):
     tokenizer.json `added_tokens` dicts) -> `[{"content", "lstrip", "rstrip"}]`,
     checked against `tokens` (one line each)."""
     if special_tokens is None:
-        return [{"content": t, "lstrip": t in LSTRIP_DEFAULT, "rstrip": False}
-                for t in ROBERTA_SPECIAL_TOKENS if t in tokens]
+        return bpe_files.roberta_special_tokens(tokens)
     if isinstance(special_tokens, str) or not isinstance(special_tokens, (list, tuple)):
         raise ValueError(f"special_tokens must be a list of strings or added-token dicts, got "
                          f"{special_tokens!r:.40}.")

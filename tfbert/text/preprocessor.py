@@ -204,8 +204,9 @@ class BertPreprocessor(keras.layers.Layer):
 
     def checkpoint_tokenizer(self, tmp_dir):
         """`checkpoint.save_checkpoint`'s tokenizer keywords for this
-        preprocessor (none for WordPiece); byte-level BPE's `vocab.json` and
-        `merges.txt` are written into `tmp_dir`, which must outlive the call."""
+        preprocessor (none for WordPiece); byte-level BPE's `vocab.json`,
+        `merges.txt` and `special_tokens.json` are written into `tmp_dir`,
+        which must outlive the call."""
         if self.tokenizer_kind != BYTE_LEVEL_BPE:
             return {}
         bpe_files.write_bpe_files(tmp_dir, self.vocab.tokens, self.tokenizer.merges)

@@ -95,19 +95,34 @@ def with_special_tokens(sentences):
 def test_special_tokens_match_transformers(tokenizer, reference, bpe_dir, tmp_path):
     """Special tokens in the text, as RobertaTokenizerFast: the defaults as
     roberta-base's (<mask> takes the space before it), and those of a
-    tokenizer.json (transformers 5 saves <mask> without lstrip): ids and offsets."""
+    tokenizer.json: transformers 5's (no lstrip), and one with rstrip on <s>,
+    </s> and <mask>: ids and offsets."""
     transformers = pytest.importorskip("transformers")
-    lines = with_special_tokens(docstring_sentences(40))
-    lstrip = transformers.RobertaTokenizerFast(
-        vocab=str(bpe_dir / "vocab.json"), merges=str(bpe_dir / "merges.txt"),
-        mask_token=transformers.AddedToken("<mask>", lstrip=True, rstrip=False,
-                                           normalized=False, special=True))
-    reference.save_pretrained(str(tmp_path))
-    from_json = ByteLevelBPETokenizer.from_files(bpe_dir / "vocab.json", bpe_dir / "merges.txt",
-                                                 tokenizer_json=tmp_path / "tokenizer.json")
+
+    def added(content, lstrip=False, rstrip=False):
+        return transformers.AddedToken(content, lstrip=lstrip, rstrip=rstrip, normalized=False,
+                                       special=True)
+
+    def roberta(**tokens):
+        return transformers.RobertaTokenizerFast(vocab=str(bpe_dir / "vocab.json"),
+                                                 merges=str(bpe_dir / "merges.txt"), **tokens)
+
+    def from_json(reference, name):
+        reference.save_pretrained(str(tmp_path / name))
+        return ByteLevelBPETokenizer.from_files(bpe_dir / "vocab.json", bpe_dir / "merges.txt",
+                                                tokenizer_json=tmp_path / name / "tokenizer.json")
+
+    lstrip = roberta(mask_token=added("<mask>", lstrip=True))
+    rstrip = roberta(mask_token=added("<mask>", lstrip=True, rstrip=True),
+                     bos_token=added("<s>", rstrip=True), cls_token=added("<s>", rstrip=True),
+                     eos_token=added("</s>", rstrip=True), sep_token=added("</s>", rstrip=True))
+    pairs = [(tokenizer, lstrip), (from_json(reference, "plain"), reference),
+             (from_json(rstrip, "rstrip"), rstrip)]
     assert [t["lstrip"] for t in tokenizer.special_tokens] == [False] * 4 + [True]
-    assert not any(t["lstrip"] for t in from_json.special_tokens)
-    for ours, theirs in ((tokenizer, lstrip), (from_json, reference)):
+    assert not any(t["lstrip"] for t in pairs[1][0].special_tokens)
+    assert [t["rstrip"] for t in pairs[2][0].special_tokens] == [True, False, True, False, True]
+    lines = with_special_tokens(docstring_sentences(40))
+    for ours, theirs in pairs:
         ids, starts, ends = [x.to_list() for x in ours.tokenize_with_offsets(tf.constant(lines))]
         differ = []
         for k, line in enumerate(lines):

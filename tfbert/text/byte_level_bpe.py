@@ -40,7 +40,7 @@ WHITE_SPACE = (r"\t\n\x{0b}\f\r \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{
 MARK = "\x00"
 # GPT-2's \s+(?!\S): a white-space run before a non-space loses its last char
 # to the next piece; marked here, since RE2 has no lookahead.
-LAST_SPACE = rf"([{WHITE_SPACE}]+)([{WHITE_SPACE}])([^{WHITE_SPACE}])"
+LAST_SPACE = rf"([{WHITE_SPACE}]+)([{WHITE_SPACE}])([^{WHITE_SPACE}{MARK}])"
 PIECE = (rf"('s|'t|'re|'ve|'m|'ll|'d| ?\p{{L}}+| ?\p{{N}}+|"
          rf" ?[^{WHITE_SPACE}\p{{L}}\p{{N}}{MARK}]+|[{WHITE_SPACE}]+)")
 NO_RANK = 2**31 - 1
@@ -173,31 +173,25 @@ class ByteLevelBPETokenizer(tf.Module):
         # (same regex class, same pieces) and come back after the split.
         escaped = tf.strings.regex_replace(texts, "\x01", "\x01\x02")
         escaped = tf.strings.regex_replace(escaped, "\x00", "\x01\x01")
-        # Segments: the special tokens, and the text between them, which is
-        # pre-tokenized on its own (as transformers does after its added-token split).
-        if self.special_pattern:
-            escaped = tf.strings.regex_replace(escaped, self.special_pattern,
-                                               rf"{MARK}\0{MARK}")
-        segments = tf.strings.split(escaped, sep=MARK)
-        segments = tf.ragged.boolean_mask(segments, tf.strings.length(segments) > 0)
-        flat = segments.flat_values
-        if self.special_pattern:
-            # The text between two matches holds no match, so only specials match whole.
-            special = tf.strings.regex_full_match(flat, self.special_pattern)
+        if not self.special_pattern:
+            marked = tf.strings.regex_replace(escaped, LAST_SPACE, rf"\1{MARK}\2\3")
+            marked = tf.strings.regex_replace(marked, PIECE, rf"{MARK}\1")
         else:
-            special = tf.zeros_like(flat, tf.bool)
-        marked = tf.strings.regex_replace(tf.where(special, "", flat), LAST_SPACE,
-                                          rf"\1{MARK}\2\3")
-        marked = tf.strings.regex_replace(marked, PIECE, rf"{MARK}\1")
-        normal = tf.strings.split(marked, sep=MARK)
-        normal = tf.ragged.boolean_mask(normal, tf.strings.length(normal) > 0)
-        alone = tf.RaggedTensor.from_row_lengths(tf.boolean_mask(flat, special),
-                                                 tf.cast(special, tf.int64))
-        # Each segment is either its pieces or its one special piece.
-        pieces = tf.concat([normal, alone], axis=1)
-        flags = tf.concat([tf.zeros_like(normal, tf.bool), tf.ones_like(alone, tf.bool)], axis=1)
-        pieces = segments.with_flat_values(pieces).merge_dims(1, 2)
-        flags = segments.with_flat_values(flags).merge_dims(1, 2).flat_values
+            # Each special token (as transformers' added-token split finds it)
+            # goes between two MARKs; the piece rules then take it whole (their
+            # first alternative), and cut the text around it as a text's end.
+            marked = tf.strings.regex_replace(escaped, self.special_pattern, rf"{MARK}\0{MARK}")
+            whole = f"{MARK}(?:{self.special_pattern}){MARK}"
+            marked = tf.strings.regex_replace(marked, f"({whole})|{LAST_SPACE}",
+                                              rf"\1\2{MARK}\3\4")
+            marked = tf.strings.regex_replace(marked, f"({whole}|{PIECE[1:]}", rf"{MARK}\1")
+        pieces = tf.strings.split(marked, sep=MARK)
+        pieces = tf.ragged.boolean_mask(pieces, tf.strings.length(pieces) > 0)
+        if self.special_pattern:
+            # A piece of the text between special tokens holds none, so only they match.
+            flags = tf.strings.regex_full_match(pieces.flat_values, self.special_pattern)
+        else:
+            flags = tf.zeros_like(pieces.flat_values, tf.bool)
         # Every \x01 starts an escape pair, so each leftmost match is one pair.
         unescaped = tf.strings.regex_replace(pieces.flat_values, "\x01\x01", "\x00")
         unescaped = tf.strings.regex_replace(unescaped, "\x01\x02", "\x01")

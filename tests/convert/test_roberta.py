@@ -8,6 +8,7 @@ import shutil
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tfbert import BertEncoder, checkpoint
 from tfbert.convert import from_huggingface
@@ -342,3 +343,105 @@ def test_question_answerer_predicts_the_span_of_its_logits(roberta_dirs, bpe_tok
         start, end = enc["offset_mapping"][s][0], enc["offset_mapping"][e][1]
         assert (answer["answer"], answer["start"], answer["end"]) == (
             QA_CONTEXT[start:end], start, end)
+
+
+# -- Pairs count RoBERTa's 4 special tokens (<s> a </s></s> b </s>), not BERT's 3 ---------
+LONG_B = " ".join([QA_CONTEXT] * 3)
+
+
+def test_pair_windows_hold_what_transformers_pair_encoding_holds(
+        roberta_dirs, bpe_tokenizer_dir, raises_one_line_from_tfbert):
+    """Windowed pairs (TextClassifier / ClassificationTask, long_text: windows):
+    a long first text keeps what `truncation=True` keeps of it at that
+    max_length ((L - 4) // 2 tokens), a short one goes whole before windows
+    equal to transformers' overflowing `only_second` windows at `stride`
+    = doc_overlap; doc_overlap as large as the smallest window is one line."""
+    from tfbert import BertPreprocessor, TextClassifier
+    from tfbert.models.text_classifier import text_windows
+    from tfbert.tasks.classification import ClassificationConfig, ClassificationTask
+
+    out = roberta_dirs["RobertaModel"][2]
+    reference = transformers.AutoTokenizer.from_pretrained(str(bpe_tokenizer_dir))
+    long_a, short_a = QA_CONTEXT, QA[0][0]
+    for seq_length, overlap in [(32, 13), (33, 14)]:
+        pre = BertPreprocessor.from_pretrained(out, seq_length=seq_length)
+        spans, inputs = text_windows(pre, (tf.constant([long_a]), tf.constant([LONG_B])),
+                                     seq_length, doc_overlap=overlap)
+        theirs = reference(long_a, LONG_B, truncation=True, max_length=seq_length)
+        assert inputs["input_word_ids"].numpy()[0].tolist() == theirs["input_ids"]
+        spans, inputs = text_windows(pre, (tf.constant([short_a]), tf.constant([LONG_B])),
+                                     seq_length, doc_overlap=overlap)
+        theirs = reference(short_a, LONG_B, truncation="only_second", max_length=seq_length,
+                           stride=overlap, return_overflowing_tokens=True,
+                           padding="max_length")
+        assert inputs["input_word_ids"].numpy().tolist() == theirs["input_ids"]
+        assert inputs["input_mask"].numpy().tolist() == theirs["attention_mask"]
+    # At 32 the smallest window after a first text of 14 tokens holds 32 - 4 - 14 = 14.
+    raises_one_line_from_tfbert(
+        "classifier", lambda: TextClassifier.from_pretrained(
+            out, seq_length=32, pairs=True, long_text="windows", doc_overlap=14),
+        r"^doc_overlap=14 must be < 14, the text wordpieces of a window after the first text "
+        r"at seq_length=32\.$")
+    task = ClassificationTask(ClassificationConfig(
+        seq_length=32, text_b_column="b", label_list=["0", "1"], long_text="windows",
+        doc_overlap=14))
+    raises_one_line_from_tfbert(
+        "task", lambda: task.prepare(pre),
+        r"^ClassificationConfig\.doc_overlap: 14 must be < 14, the text wordpieces of a window "
+        r"after the first text at seq_length=32\.$")
+
+
+def test_question_answering_task_counts_four_special_tokens(
+        roberta_dirs, bpe_tokenizer_dir, raises_one_line_from_tfbert):
+    """QuestionAnsweringTask on RoBERTa: max_query_length and doc_overlap leave
+    room for the context beside 4 special tokens (one line naming the key and
+    the numbers otherwise); at the limit every window equals transformers'
+    overflowing `only_second` encoding of the cut question and the context."""
+    from tfbert import BertPreprocessor
+    from tfbert.tasks.question_answering import QuestionAnsweringConfig, QuestionAnsweringTask
+
+    reference = transformers.AutoTokenizer.from_pretrained(str(bpe_tokenizer_dir))
+    pre = BertPreprocessor.from_pretrained(roberta_dirs["RobertaModel"][2], seq_length=32)
+    task = lambda **kw: QuestionAnsweringTask(QuestionAnsweringConfig(seq_length=32, **kw))
+    raises_one_line_from_tfbert(
+        "max_query_length", lambda: task(max_query_length=28).prepare(pre),
+        r"^QuestionAnsweringConfig\.max_query_length: 28 must be in \[1, seq_length - 5 = 27\] "
+        r"\(room for the context beside 4 special tokens\)\.$")
+    raises_one_line_from_tfbert(
+        "doc_overlap", lambda: task(max_query_length=20, doc_overlap=8).prepare(pre),
+        r"^QuestionAnsweringConfig\.doc_overlap: 8 must be in \[0, seq_length - 4 - "
+        r"max_query_length = 8\)")
+    question = " ".join(q for q, _ in QA)  # longer than any max_query_length below
+    for settings, stride in [({"max_query_length": 27}, 0),
+                             ({"max_query_length": 20, "doc_overlap": 7}, 7)]:
+        enc = reference(question, add_special_tokens=False, return_offsets_mapping=True)
+        cut = question[:enc["offset_mapping"][settings["max_query_length"] - 1][1]]
+        assert reference(cut, add_special_tokens=False)["input_ids"] == enc["input_ids"][
+            :settings["max_query_length"]]  # the cut question reads as the first tokens
+        w = task(**settings).prepare(pre).windows(tf.constant([question]),
+                                                  tf.constant([QA_CONTEXT]))
+        theirs = reference(cut, QA_CONTEXT, truncation="only_second", max_length=32,
+                           stride=stride, return_overflowing_tokens=True, padding="max_length")
+        assert w["inputs"]["input_word_ids"].numpy().tolist() == theirs["input_ids"]
+
+
+def test_classification_summary_counts_truncated_pairs_as_transformers(
+        roberta_dirs, bpe_tokenizer_dir, tmp_path, hf_test):
+    """The classification task's summary counts a pair as truncated when
+    transformers' encoding of it (4 special tokens) is longer than seq_length."""
+    from tfbert import BertPreprocessor
+    from tfbert.tasks.classification import ClassificationConfig, ClassificationTask
+
+    reference = transformers.AutoTokenizer.from_pretrained(str(bpe_tokenizer_dir))
+    pairs = [(a, b) for a in hf_test.sentences for b in hf_test.sentences[:3]]
+    lengths = [len(reference(a, b)["input_ids"]) for a, b in pairs]
+    seq_length = lengths[0] - 1  # the first pair is one token too long with 4 specials
+    (tmp_path / "train.tsv").write_text("sentence\tb\tlabel\n" + "".join(
+        f"{a}\t{b}\t{i % 2}\n" for i, (a, b) in enumerate(pairs)))
+    task = ClassificationTask(ClassificationConfig(
+        train_file=str(tmp_path / "train.tsv"), text_b_column="b", seq_length=seq_length))
+    task.prepare(BertPreprocessor.from_pretrained(roberta_dirs["RobertaModel"][2],
+                                                  seq_length=seq_length))
+    want = sum(n > seq_length for n in lengths)
+    assert 0 < want < len(pairs)
+    assert task.summary()["truncated"] == f"{want} of {len(pairs)} (longer than seq_length)"

@@ -64,7 +64,7 @@ from tfbert.models.strings_model import StringsModel
 from tfbert.models.text_data import (IDS_HINT, check_batch_size, check_weights, holds_ids,
                                      is_one_pair, is_pair, text_columns)
 from tfbert.text.preprocessor import BertPreprocessor
-from tfbert.text.windows import pair_separators
+from tfbert.text.windows import pair_separators, pair_specials
 from tfbert.train import recipe
 
 SECTION = "question_answerer"  # the checkpoint's config.json section and weights prefix
@@ -127,7 +127,7 @@ class QuestionAnswerer(StringsModel, BertSpanLabeler):
                 raise ValueError(f"{name} must be >= {0 if name == 'doc_overlap' else 1}, "
                                  f"got {value}.")
         seq_length = preprocessor.seq_length
-        specials = 2 + pair_separators(preprocessor)  # 3 for BERT, 4 for RoBERTa
+        specials = pair_specials(preprocessor)  # 3 for BERT, 4 for RoBERTa
         budget = seq_length - specials - max_query_length  # context wordpieces per window
         if budget < 1:
             raise ValueError(f"max_query_length={max_query_length} leaves no room for the "

@@ -59,7 +59,8 @@ from tfbert.models.text_data import (check_batch_size, check_weights, dataset_co
                                      text_columns, text_dataset)
 from tfbert.text.packer import trim_to_bucket, trim_to_longest
 from tfbert.text.preprocessor import BertPreprocessor
-from tfbert.text.windows import WINDOW_MODES, pack_windows, pool_windows, window_batches
+from tfbert.text.windows import (WINDOW_MODES, pack_windows, pair_specials, pool_windows,
+                                 window_batches)
 
 # How a long text's windows' logits become its row (`long_text="windows"`).
 WINDOW_POOLING = ("mean", "max", "first")
@@ -102,11 +103,13 @@ def text_windows(preprocessor, texts, seq_length, doc_stride=None, doc_overlap=N
     """`(spans, inputs)`: the windows of a tuple of one or two string tensors
     `[batch]` (`window_spans`) and their packed int32 `[windows, seq_length]`
     inputs, at most `max_windows` per text. Pairs: the second text is
-    windowed; the first, cut to half a window, goes before every window (as a
-    question before a context in QA). The model's and the classification
-    task's windows."""
+    windowed; the first, cut to `first_text_length`, goes before every window
+    (as a question before a context in QA). The model's and the
+    classification task's windows."""
     pieces = lambda t: preprocessor.tokenize(t).merge_dims(1, 2)
-    prefix = pieces(texts[0])[:, : (seq_length - 3) // 2] if len(texts) == 2 else None
+    prefix = None
+    if len(texts) == 2:
+        prefix = pieces(texts[0])[:, : first_text_length(preprocessor, seq_length)]
     return pack_windows(preprocessor, pieces(texts[-1]), seq_length, prefix=prefix,
                         doc_stride=doc_stride, doc_overlap=doc_overlap,
                         max_windows_per_text=max_windows)
@@ -119,10 +122,18 @@ def pooled_logits(call, windows, pooling):
     return pool_windows(call(trim_to_longest(inputs)), spans, pooling)
 
 
-def smallest_window(seq_length, pairs):
+def first_text_length(preprocessor, seq_length):
+    """Wordpieces kept of a windowed pair's first text: half of what the
+    special tokens leave (3 for BERT's packing, 4 for RoBERTa's), as
+    transformers' `truncation=True` splits a pair of two long texts."""
+    return (seq_length - pair_specials(preprocessor)) // 2
+
+
+def smallest_window(preprocessor, seq_length, pairs):
     """Wordpieces of text in the smallest window (pairs: after the longest kept first text)."""
     if pairs:
-        return seq_length - 3 - (seq_length - 3) // 2
+        return seq_length - pair_specials(preprocessor) - first_text_length(preprocessor,
+                                                                            seq_length)
     return seq_length - 2
 
 
@@ -277,7 +288,7 @@ class TextClassifier(StringsModel, BertClassifier):
         """Each window must move on: `doc_overlap` below the smallest window."""
         if not self.windowed or self.doc_overlap is None:
             return
-        room = smallest_window(self.preprocessor.seq_length, self.pairs)
+        room = smallest_window(self.preprocessor, self.preprocessor.seq_length, self.pairs)
         after = " after the first text" if self.pairs else ""
         if self.doc_overlap >= room:
             raise ValueError(f"doc_overlap={self.doc_overlap} must be < {room}, the text "

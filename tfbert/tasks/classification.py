@@ -38,12 +38,13 @@ from tfbert.export.task_model import export_task_model
 from tfbert.metrics import glue
 from tfbert.models.text_classifier import (WINDOW_POOLING, TextClassifier,
                                            classification_outputs, head_loss, head_metrics,
-                                           pooled_logits, regression_outputs, text_windows)
+                                           pooled_logits, regression_outputs, smallest_window,
+                                           text_windows)
 from tfbert.models.text_data import text_column
 from tfbert.tasks.text_task import TextTask
 from tfbert.tasks.multi_label import MultiLabelClassification
 from tfbert.text.packer import trim_to_bucket
-from tfbert.text.windows import WINDOW_MODES, window_batches
+from tfbert.text.windows import WINDOW_MODES, pair_specials, window_batches
 
 Column = Optional[Union[str, int]]
 
@@ -151,6 +152,7 @@ class ClassificationTask(TextTask):
 
     def prepare(self, preprocessor):
         """Sets the preprocessor; without a label list, takes the training file's labels."""
+        self.check_overlap(preprocessor)
         self.preprocessor = preprocessor
         if not self.regression and self.label_list is None:
             if not self.config.train_file:
@@ -163,6 +165,19 @@ class ClassificationTask(TextTask):
         if not self.regression and len(self.label_list) < 2:
             raise ValueError(f"Classification needs at least 2 labels, got {self.label_list}.")
         return self
+
+    def check_overlap(self, preprocessor):
+        """Each window must move on: `doc_overlap` below the text wordpieces of
+        the smallest window (which `preprocessor`'s special tokens decide)."""
+        c = self.config
+        if not self.windowed or c.doc_overlap is None:
+            return
+        room = smallest_window(preprocessor, c.seq_length, self.pairs)
+        if c.doc_overlap >= room:
+            after = " after the first text" if self.pairs else ""
+            raise ValueError(f"ClassificationConfig.doc_overlap: {c.doc_overlap} must be < "
+                             f"{room}, the text wordpieces of a window{after} at "
+                             f"seq_length={c.seq_length}.")
 
     def _texts(self, examples):
         texts = {"text": examples.text}
@@ -188,9 +203,10 @@ class ClassificationTask(TextTask):
     def windows(self, texts):
         """`(spans, inputs)`: the windows of a dict of string tensors `[batch]`
         (`window_spans`) and their packed int32 `[windows, seq_length]` inputs.
-        Pairs: the second text is windowed; the first, cut to half a window,
-        goes before every window (as a question before a context in QA). The
-        same function as `TextClassifier.windows` (`text_windows`)."""
+        Pairs: the second text is windowed; the first, cut to half of what the
+        special tokens leave, goes before every window (as a question before a
+        context in QA). The same function as `TextClassifier.windows`
+        (`text_windows`)."""
         c = self.config
         return text_windows(self.preprocessor, [texts[n] for n in self.text_inputs],
                             c.seq_length, c.doc_stride, c.doc_overlap, c.max_windows)
@@ -261,8 +277,8 @@ class ClassificationTask(TextTask):
         if not self.regression and targets.ndim == 1:
             counts = np.bincount(targets, minlength=len(self.label_list))
             out["labels"] = ", ".join(f"{l}: {c}" for l, c in zip(self.label_list, counts))
-        # [CLS] a [SEP] (b [SEP]): 2 or 3 positions are not text.
-        budget = self.config.seq_length - (3 if self.pairs else 2)
+        # [CLS] a [SEP] (b [SEP]): 2 or 3 positions are not text (RoBERTa's pair: 4).
+        budget = self.config.seq_length - (pair_specials(self.preprocessor) if self.pairs else 2)
         lengths = np.zeros(len(examples), np.int64)
         for column in ("text", "text_b") if self.pairs else ("text",):
             texts = getattr(examples, column)

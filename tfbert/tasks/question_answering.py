@@ -2,8 +2,9 @@
 
 Features are `[CLS] question [SEP] context window [SEP]`: the question is cut
 to `max_query_length` wordpieces, and a long context is covered by windows
-of `seq_length - 3 - len(question)` wordpieces that start `doc_stride`
-wordpieces apart (BERT's `run_squad.py` rule), or, with `doc_overlap` (Hugging
+of `seq_length - 3 - len(question)` wordpieces (RoBERTa's `<s> question
+</s></s> window </s>`: `- 4`) that start `doc_stride` wordpieces apart
+(BERT's `run_squad.py` rule), or, with `doc_overlap` (Hugging
 Face's `stride`), that share `doc_overlap` wordpieces with the next window. Everything from raw strings
 to the answer is TensorFlow ops (`QuestionAnsweringTask.answer`): tokenizing
 with byte offsets (`tokenize_with_offsets`), windowing, packing, the model,
@@ -56,6 +57,7 @@ from tfbert.models.answer_spans import (SPAN_LOSS_WEIGHTS, answer_strings, quest
 from tfbert.models.question_answerer import QuestionAnswerer
 from tfbert.tasks.base import Task
 from tfbert.tasks.squad_predictions import question_result, write_prediction_files
+from tfbert.text.windows import pair_specials
 from tfbert.train import recipe
 
 
@@ -87,15 +89,21 @@ class QuestionAnsweringConfig:
 
     def __post_init__(self):
         validate(self)
-        budget = self.seq_length - 3 - self.max_query_length  # context wordpieces per window
+        self.check_room(3)  # BERT's packing; `prepare` checks again with the preprocessor's
+
+    def check_room(self, specials):
+        """A window holds the question, `specials` special tokens (3 for BERT's
+        packing, 4 for RoBERTa's `<s> q </s></s> c </s>`) and some context."""
+        budget = self.seq_length - specials - self.max_query_length  # context wordpieces
         if budget < 1:
             raise ValueError(f"QuestionAnsweringConfig.max_query_length: {self.max_query_length} "
-                             f"must be in [1, seq_length - 4 = {self.seq_length - 4}] (room for "
-                             "the context).")
+                             f"must be in [1, seq_length - {specials + 1} = "
+                             f"{self.seq_length - specials - 1}] (room for the context beside "
+                             f"{specials} special tokens).")
         if self.doc_overlap is not None and self.doc_overlap >= budget:
             raise ValueError(f"QuestionAnsweringConfig.doc_overlap: {self.doc_overlap} must be in "
-                             f"[0, seq_length - 3 - max_query_length = {budget}) (each window "
-                             "must move on).")
+                             f"[0, seq_length - {specials} - max_query_length = {budget}) (each "
+                             "window must move on).")
 
 
 class QuestionAnsweringTask(Task):
@@ -125,6 +133,7 @@ class QuestionAnsweringTask(Task):
 
     def prepare(self, preprocessor):
         """Sets the preprocessor; v2.0 or v1.1 from the config or the data."""
+        self.config.check_room(pair_specials(preprocessor))  # RoBERTa's packing has 4
         self.preprocessor = preprocessor
         if self.version_2 is None:
             paths = [p for p in (self.config.train_file, self.config.dev_file) if p]

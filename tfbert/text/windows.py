@@ -111,6 +111,12 @@ def pair_separators(preprocessor):
     return 2 if getattr(preprocessor, "layout", "bert") == "roberta" else 1
 
 
+def pair_specials(preprocessor):
+    """Special tokens of a packed pair: 3 (`[CLS] a [SEP] b [SEP]`) or 4
+    (`<s> a </s></s> b </s>`); a single text has 2 either way."""
+    return 2 + pair_separators(preprocessor)
+
+
 def pack_windows(preprocessor, pieces, seq_length, prefix=None, **window_args):
     """Windows of ragged wordpiece ids `pieces` `[batch, (pieces)]`, packed as
     `[CLS] window [SEP]`, or `[CLS] prefix [SEP] window [SEP]` (RoBERTa's

@@ -148,6 +148,16 @@ def replace_dir(src, dst):
         shutil.rmtree(old, ignore_errors=True)
 
 
+def cache_path(name):
+    """The path of `name` in tfbert's cache, ~/.cache/tfbert (`XDG_CACHE_HOME`):
+    what tfbert derives once and keeps between processes (the core op list of
+    this TensorFlow build, the normalization tables of this Python's Unicode).
+    Each file's name holds what it was derived from, so it is never stale; an
+    unwritable cache only means no reuse."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(root, "tfbert", name)
+
+
 @contextlib.contextmanager
 def atomic_file(path, suffix=""):
     """Yields a temporary path beside `path` to write; on success it is

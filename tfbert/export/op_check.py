@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 
-from tfbert.atomic import write_json
+from tfbert.atomic import cache_path, write_json
 
 ALLOWED_CUSTOM_OPS = frozenset(["FastBertNormalize", "FastWordpieceTokenizeWithOffsets"])
 BANNED_OPS = frozenset(["EagerPyFunc", "PyFunc", "PyFuncStateless"])
@@ -60,9 +60,7 @@ def _cache_path():
     """Where the core op list of this TensorFlow build is kept between processes."""
     import tensorflow as tf
 
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(root, "tfbert",
-                        f"core_ops-tf{tf.version.VERSION}-{tf.version.GIT_VERSION}.json")
+    return cache_path(f"core_ops-tf{tf.version.VERSION}-{tf.version.GIT_VERSION}.json")
 
 
 def _read_cached(path):

@@ -14,39 +14,68 @@ import pytest
 # .ci/run's schedule for two pytest-xdist workers (`--dist loadgroup
 # --no-loadscope-reorder`): a test file is one unit, so its module fixtures are
 # made once, and the units that take longest go first (longest-first keeps the
-# two workers' ends close: what is left at the end is small). The files are the
-# slowest in the last landings' measurements (`--durations` in CI's log), slowest
-# first; each test of a file in SPREAD is a unit of its own (its shared setup is
-# made once across workers by tests/conftest.py's `made_once`).
+# two workers' ends close: what is left at the end is small). The units are the
+# slowest in the last measurement (the worker seconds of each file, or of each
+# test of a SPREAD file, in a full run's `--durations=0`), slowest first; each
+# test of a file in SPREAD is a unit of its own (files of independent tool runs,
+# or whose shared setup is made once across workers by tests/conftest.py's
+# `made_once`).
 SLOWEST_FIRST = (
     "tests/test_docs.py::test_page_examples[docs/keras_workflow.md]",
     # Second, so that the other worker is busy while the first builds the docs'
     # shared setup (tests/test_docs.py's docs_workdir, made_once) instead of waiting.
     "tests/benchmarks/test_bench_quality_squad.py",
-    "tests/tasks/test_sentence_embedding_e2e.py",
-    "tests/test_docs.py::test_page_examples[docs/finetuning.md]",
-    "tests/test_docs.py::test_page_examples[docs/pretraining.md]",
-    "tests/test_docs.py::test_page_examples[docs/export.md]",
-    "tests/test_docs.py::test_page_examples[docs/sentence_embeddings.md]",
-    "tests/test_docs.py",
-    "tests/tasks/test_distillation.py",
-    "tests/benchmarks/common/test_bucketing.py",
     "tests/export/test_openvino.py",
-    "tests/tools/test_quickstart.py",
-    "tests/tools/test_multi_worker_scripts.py",
+    "tests/tasks/test_sentence_embedding_e2e.py",
     "tests/tools/test_pretrain_e2e.py",
+    "tests/models/test_text_classifier.py",
+    "tests/tasks/test_distillation.py",
+    "tests/test_docs.py::test_page_examples[docs/export.md]",
+    "tests/test_docs.py::test_page_examples[docs/finetuning.md]",
+    "tests/tools/test_multi_worker_scripts.py",
+    "tests/tools/test_finetune.py",
     "tests/tasks/test_end_to_end.py",
-    "tests/benchmarks/test_bench_latency.py",
+    "tests/tools/test_export_tool.py",
+    "tests/test_docs.py::test_page_examples[docs/pretraining.md]",
+    "tests/models/test_token_classifier_strings.py",
     "tests/benchmarks/test_bench_engines.py",
+    "tests/tools/test_quickstart.py",
+    "tests/models/test_question_answerer.py",
+    "tests/test_docs.py::test_page_examples[docs/question_answering.md]",
+    "tests/test_docs.py::test_page_examples[docs/sentence_embeddings.md]",
+    "tests/models/test_cross_encoder.py",
+    "tests/export/test_preprocessor_export.py",
+    "tests/export/test_tflite_text.py",
+    "tests/tools/test_create_pretraining_data.py",
+    "tests/benchmarks/test_bench_latency.py",
+    "tests/models/test_token_classifier_windows.py",
+    "tests/tools/test_distill_tool.py",
+    "tests/tools/test_visualize.py",
+    "tests/models/test_sentence_encoder_fit.py",
+    "tests/train/test_lora.py",
+    "tests/train/test_distill.py",
+    "tests/tools/test_prune.py",
+    "tests/export/test_compiled_call.py",
+    "tests/test_docs.py",
+    "tests/train/test_resume.py",
+    "tests/export/test_task_model.py",
+    "tests/benchmarks/common/test_bucketing.py",
+    "tests/train/test_multi_worker.py",
+    "tests/export/test_encoder_export.py",
     "tests/data/test_pretraining_beam.py",
+    "tests/tools/test_bad_tool_inputs.py",
     "tests/retrieval/test_corpus_encoding.py",
     "tests/benchmarks/test_bench_peers.py",
-    "tests/train/test_multi_worker.py",
 )
 SPREAD = ("tests/test_docs.py", "tests/data/test_pretraining_beam.py",
-          "tests/retrieval/test_corpus_encoding.py")
+          "tests/retrieval/test_corpus_encoding.py", "tests/tools/test_finetune.py",
+          "tests/tools/test_bad_tool_inputs.py")
 
 
+# tryfirst: pytest-xdist's own hook reads the xdist_group marks (it names each
+# item's group in its node id); run after it, the marks were never seen and
+# every file was spread test by test, its module fixtures made on both workers.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     def unit(item):
         path = item.nodeid.split("::")[0]

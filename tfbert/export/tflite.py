@@ -148,6 +148,14 @@ def _calibration_batches(data, seq_length):
 
 
 TOKENIZERS = ("fast", "exact")
+# Byte-level BPE (RoBERTa) is written with core string ops and lookup tables;
+# converted with custom ops allowed, the first op LiteRT cannot prepare is
+# HashTableV2, and StaticRegexReplace, StringSplitV2, StringJoin follow (no
+# TFLite builtins, no tf-text kernel: tf-text has no byte-level BPE kernel).
+BPE_REFUSAL = ("TFLite cannot tokenize byte-level BPE (RoBERTa): LiteRT has no kernel for "
+               "HashTableV2 (nor StaticRegexReplace, StringSplitV2, StringJoin) and tf-text "
+               "ships no byte-level BPE kernel; export the ids-in model (no --text_input) and "
+               "tokenize outside, or use the SavedModel export.")
 
 
 class ExactTokenizer:
@@ -185,6 +193,8 @@ def tflite_tokenizer(preprocessor, kind="fast"):
 
     if kind not in TOKENIZERS:
         raise ValueError(f"tokenizer must be one of {TOKENIZERS}, got {kind!r}.")
+    if preprocessor.tokenizer_kind != "wordpiece":
+        raise ValueError(BPE_REFUSAL)
     if kind == "exact":
         return ExactTokenizer(preprocessor)
     return tf_text.FastBertTokenizer(

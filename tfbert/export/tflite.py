@@ -16,6 +16,9 @@ delegate runs with dynamic shapes (all-MiniLM-L6-v2, a 16-word request: 6.8
 ms instead of 17.8 in fp32; docs/cpu_speed.md). Load with
 `ai_edge_litert.interpreter.InterpreterWithCustomOps(
 custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)`.
+A byte-level BPE preprocessor (a converted RoBERTa) has no TFLite tokenizer:
+strings-in TFLite refuses it in one line (`BPE_REFUSAL`); its ids-in encoder
+converts as any other.
 """
 
 import os

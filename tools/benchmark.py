@@ -2,6 +2,7 @@
 
     python tools/benchmark.py                       # everything
     python tools/benchmark.py --what=encoder,tokenizer
+    python tools/benchmark.py --what=tokenizer --roberta_dir=roberta-base  # WordPiece and BPE
     python tools/benchmark.py --what=encoder --presets=tiny --output=bench.txt
     python tools/benchmark.py --peers --output=peers.md --json=peers.json
     python tools/benchmark.py --what=latency --output=latency.md --json=latency.json
@@ -50,6 +51,9 @@ flags.DEFINE_string("json", None, "With --peers (or --what=latency alone): also 
                     "figures as JSON here.")
 flags.DEFINE_list("presets", None, "Encoder presets for the encoder benchmark (default tiny,base).")
 flags.DEFINE_string("output", None, "Also write the report to this file.")
+flags.DEFINE_string("roberta_dir", None, "The tokenizer benchmark's byte-level BPE: a RoBERTa "
+                    "tokenizer directory (vocab.json + merges.txt); default: one trained on the "
+                    "benchmark's corpus.")
 
 
 def main(argv):
@@ -75,6 +79,8 @@ def main(argv):
     for name in what:
         module = importlib.import_module(f"benchmarks.bench_{name}")
         kwargs = {"presets": tuple(FLAGS.presets)} if name == "encoder" and FLAGS.presets else {}
+        if name == "tokenizer" and FLAGS.roberta_dir:
+            kwargs = {"roberta_dir": FLAGS.roberta_dir}
         if name == json_for:
             kwargs = {"json_path": FLAGS.json}
         start = time.perf_counter()

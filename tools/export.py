@@ -13,6 +13,8 @@
     # TFLite: <output_dir>/model.tflite; --text_input adds the tokenizer
     python tools/export.py --checkpoint_dir=ckpt --kind=encoder --format=tflite \
         --output_dir=saved_models/tflite [--text_input] [--quantization=dynamic_range]
+    # (a byte-level BPE checkpoint, a converted RoBERTa: ids in only; --text_input
+    # is refused in one line, TFLite having no kernel for its tokenizer)
     # strings-in TFLite with the reference normalization (99.9% parity, not 65%)
     python tools/export.py --checkpoint_dir=ckpt --kind=encoder --format=tflite \
         --output_dir=saved_models/tflite --text_input --tflite_tokenizer=exact

@@ -4,6 +4,7 @@ real token ids (a byte-level BPE trained on docstrings), the tokenizer files
 carried and checked, and clear one-line errors."""
 
 import json
+import os
 import shutil
 
 import numpy as np
@@ -185,13 +186,17 @@ print(json.dumps(m.signatures["serving_default"](text=tf.constant({texts!r}))["l
     assert checkpoint.read_checkpoint(saved).tokenizer == "byte_level_bpe"
     again = TextClassifier.from_pretrained(saved)
     np.testing.assert_allclose(again.predict(texts, verbose=0), logits, atol=1e-5)
-    # The OpenVINO export builds WordPiece tokenizers only: refused in one line.
-    pytest.importorskip("openvino")
+    # The export carries the BPE files, and OpenVINO rebuilds its tokenizer from them:
+    # strings in, the same logits (checked against serving_default on probes first).
+    assert {"vocab.json", "merges.txt", "special_tokens.json"} <= set(
+        os.listdir(os.path.join(export_dir, "assets")))
+    pytest.importorskip("openvino_tokenizers")
     from tfbert.export.openvino import export_openvino
+    from tfbert.export.openvino_model import OpenVINOModel
 
-    raises_one_line_from_tfbert(
-        "openvino", lambda: export_openvino(export_dir, str(tmp_path / "ov")),
-        r"tokenizes with byte_level_bpe; tfbert's OpenVINO export builds WordPiece")
+    ir = OpenVINOModel(export_openvino(export_dir, str(tmp_path / "ov" / "1")))
+    assert ir.metadata["text"]["tokenizer"] == "byte_level_bpe"
+    np.testing.assert_allclose(ir({"text": texts})["logits"], logits, atol=1e-4)
 
 
 def test_sentence_transformers_on_roberta(roberta_dirs, tmp_path, batch, hf_test):
@@ -445,3 +450,149 @@ def test_classification_summary_counts_truncated_pairs_as_transformers(
     want = sum(n > seq_length for n in lengths)
     assert 0 < want < len(pairs)
     assert task.summary()["truncated"] == f"{want} of {len(pairs)} (longer than seq_length)"
+
+
+# === Strings-in exports of a converted RoBERTa (byte-level BPE in the graph) ===
+
+
+def stress_corpus():
+    """Every 7th line of the Unicode stress corpus of tests/text/test_tokenizer_parity.py
+    (1,057 lines of each kind)."""
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).parents[1] / "text" / "test_tokenizer_parity.py"
+    spec = importlib.util.spec_from_file_location("tokenizer_parity", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.build_corpus()[::7]
+
+
+def test_tf_hub_export_serves_robertas_ids_and_outputs(roberta_dirs, bpe_tokenizer_dir, tmp_path,
+                                                        run_python):
+    """tools/export.py's --format=tfhub on a converted RoBERTa: the preprocessor
+    (BPE files as assets) gives RobertaTokenizerFast's ids for texts and pairs
+    (with <mask> written in the text) in a fresh process, through the TF Hub
+    API, its TF Serving signatures and a REST body; the encoder gives the
+    in-process encoder's outputs."""
+    from tfbert.runs.export import ExportConfig, export
+
+    _, _, out = roberta_dirs["RobertaModel"]
+    hub_dir = str(tmp_path / "hub")
+    export(ExportConfig(checkpoint_dir=str(out), kind="encoder", format="tfhub",
+                        output_dir=hub_dir, seq_length=40))
+    texts = ["Open <mask> and return a stream.", "Café déjà vu: naïve résumé, 1887!", "",
+             "  two  spaces\tand\nlines ", "東京 ☺ \x00 end", "word " * 50]
+    pairs = texts[::-1]
+    for part, files in (("preprocessor", ("vocab.json", "merges.txt", "special_tokens.json")),
+                        ("encoder", ("vocab.json", "merges.txt"))):
+        assert sorted(os.listdir(os.path.join(hub_dir, part, "assets"))) == sorted(files)
+    served = json.loads(run_python(f"""
+import json
+import tensorflow as tf, tensorflow_hub as hub
+from tfbert.export import serving
+from tfbert.export.preprocessor import load_preprocessor
+pre = hub.load({hub_dir + "/preprocessor"!r})  # the TF Hub API, as a TF Hub user loads it
+texts, pairs = tf.constant({texts!r}), tf.constant({pairs!r})
+tokens = pre.tokenize(texts)
+packed = pre.bert_pack_inputs([tokens, pre.tokenize(pairs)], seq_length=tf.constant(24))
+encoder = hub.load({hub_dir + "/encoder"!r})
+inputs = pre(texts)
+outputs = encoder(inputs)
+rest = serving.predict(load_preprocessor({hub_dir + "/preprocessor"!r}), {{
+    "signature_name": "pairs", "instances": [{{"text_a": a, "text_b": b}}
+                                             for a, b in zip({texts!r}, {pairs!r})]}})
+print(json.dumps({{"ids": inputs["input_word_ids"].numpy().tolist(),
+                  "mask": inputs["input_mask"].numpy().tolist(),
+                  "types": inputs["input_type_ids"].numpy().tolist(),
+                  "tokens": tokens.merge_dims(1, 2).to_list(),
+                  "packed": packed["input_word_ids"].numpy().tolist(),
+                  "rest": [row["input_word_ids"] for row in rest["predictions"]],
+                  "special": {{k: int(v) for k, v in pre.get_special_tokens_dict().items()}},
+                  "sequence": outputs["sequence_output"].numpy().tolist()}}))
+""").strip().splitlines()[-1])
+    reference = transformers.AutoTokenizer.from_pretrained(str(bpe_tokenizer_dir))
+
+    def want(length, *args):
+        return reference(*args, padding="max_length", truncation=True, max_length=length)
+
+    single = want(40, texts)
+    assert served["ids"] == single["input_ids"] and served["mask"] == single["attention_mask"]
+    assert {v for row in served["types"] for v in row} == {0}
+    assert served["tokens"] == reference(texts, add_special_tokens=False)["input_ids"]
+    assert served["packed"] == want(24, texts, pairs)["input_ids"]
+    assert served["rest"] == want(40, texts, pairs)["input_ids"]
+    assert served["special"] == {"vocab_size": len(reference), "start_of_sequence_id": 0,
+                                 "end_of_segment_id": 2, "padding_id": 1, "mask_id": 4}
+    inputs = {"input_word_ids": np.array(single["input_ids"], np.int32),
+              "input_mask": np.array(single["attention_mask"], np.int32),
+              "input_type_ids": np.zeros((len(texts), 40), np.int32)}
+    want = BertEncoder.from_pretrained(out)(inputs)["sequence_output"]
+    np.testing.assert_allclose(served["sequence"], want, atol=1e-5)
+
+
+def test_openvino_bpe_tokenizer_gives_tfberts_ids_on_the_stress_corpus(roberta_dirs):
+    """openvino-tokenizers' BPE pieces built from the checkpoint's files (as an
+    export's assets hold them) pack as tfbert does, texts and pairs truncated
+    longest-first, on every line of the Unicode stress corpus but those that end
+    in NUL (openvino-tokenizers drops a text's last NUL; tfbert and transformers
+    keep it as byte-level BPE's token for byte 0)."""
+    pytest.importorskip("openvino_tokenizers")
+    import openvino as ov
+
+    from tfbert import BertPreprocessor
+    from tfbert.export.openvino_model import infer
+    from tfbert.export.openvino_tokenizer import bpe_tokenizer_model
+    from tfbert.export.text_settings import BPE_ASSETS
+
+    out = str(roberta_dirs["RobertaModel"][2])
+    settings = {"seq_length": 48, **{k: os.path.join(out, f) for k, f in BPE_ASSETS.items()}}
+    preprocessor = BertPreprocessor.from_pretrained(out, seq_length=48)
+    lines = stress_corpus()
+    differing = []
+    for segments in (1, 2):
+        request = ov.Core().compile_model(bpe_tokenizer_model(settings, segments),
+                                          "CPU").create_infer_request()
+        for start in range(0, len(lines), 512):
+            batch = [lines[start:start + 512], lines[start + 1:start + 513]][:segments]
+            batch[-1] = batch[-1] + lines[:len(batch[0]) - len(batch[-1])]
+            want = preprocessor([tf.constant(b) for b in batch])
+            got = infer(request, [np.array(b) for b in batch], len(batch[0]))
+            for i, (ids, mask) in enumerate(zip(want["input_word_ids"].numpy(),
+                                                want["input_mask"].numpy())):
+                if got["input_ids"][i][got["attention_mask"][i] == 1].tolist() != ids[mask == 1].tolist():
+                    differing.append(tuple(b[i] for b in batch))
+    ends_in_nul = [row for row in differing if any(text.endswith("\x00") for text in row)]
+    assert differing == ends_in_nul and len(differing) <= 6, differing[:5]
+    print(f"\nOpenVINO BPE tokenizer: {2 * len(lines) - len(differing)} of {2 * len(lines)} "
+          f"texts and pairs give tfbert's ids (the others end in NUL)")
+
+
+def test_tflite_and_bad_export_inputs_are_one_line(roberta_dirs, tmp_path,
+                                                   raises_one_line_from_tfbert):
+    """TFLite cannot hold byte-level BPE: refused in one line naming the op,
+    from Python and from the tool's settings, before any conversion; and
+    other bad export inputs of a BPE checkpoint are one line each."""
+    from tfbert import BertPreprocessor
+    from tfbert.export import tflite
+    from tfbert.export.encoder import export_encoder
+    from tfbert.export.preprocessor import export_preprocessor
+    from tfbert.runs.export import ExportConfig, export
+
+    _, _, out = roberta_dirs["RobertaModel"]
+    preprocessor = BertPreprocessor.from_pretrained(out, seq_length=16)
+    encoder = BertEncoder.from_pretrained(out)
+    refusal = r"^TFLite cannot tokenize byte-level BPE \(RoBERTa\): LiteRT has no kernel for HashTableV2"
+    raises_one_line_from_tfbert("tflite", lambda: tflite.export_text_tflite(
+        preprocessor, encoder, str(tmp_path / "m.tflite")), refusal)
+    raises_one_line_from_tfbert("tflite tool", lambda: export(ExportConfig(
+        checkpoint_dir=str(out), kind="encoder", format="tflite", text_input=True,
+        output_dir=str(tmp_path / "tfl"))), refusal)
+    assert not (tmp_path / "m.tflite").exists() and not (tmp_path / "tfl").exists()
+    raises_one_line_from_tfbert("seq_length", lambda: export_preprocessor(
+        preprocessor, str(tmp_path / "pre"), seq_length=600), r"max_position_embeddings")
+    raises_one_line_from_tfbert("merges", lambda: export_encoder(
+        encoder, str(tmp_path / "enc"), vocab_file=os.path.join(out, "vocab.json"),
+        merges_file=str(tmp_path / "merges.txt")), r"^Merges file not found: .*merges\.txt$")
+    raises_one_line_from_tfbert("three segments", lambda: preprocessor(
+        [["a"], ["b"], ["c"]]), r"RoBERTa's packing takes a text or a pair")

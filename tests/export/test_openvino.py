@@ -215,7 +215,8 @@ def test_export_writes_a_versioned_ir_atomically(tiny):
     metadata = json.load(open(os.path.join(ir, "tfbert_openvino.json")))
     assert metadata["inputs"] == ["text"]
     assert metadata["outputs"] == ["label", "label_id", "logits", "probabilities"]
-    assert metadata["text"] == {"lower_case": True, "seq_length": 32, "truncation": "round_robin"}
+    assert metadata["text"] == {"tokenizer": "wordpiece", "lower_case": True, "seq_length": 32,
+                                "truncation": "round_robin"}
 
 
 def test_the_encoder_converts_into_openvinos_fused_ops(tiny):

@@ -47,11 +47,14 @@ def _trace_both_modes(fn, spec):
         fn.get_concrete_function(spec, training=training)
 
 
-def export_encoder(encoder, output_dir, vocab_file=None, lower_case=True, pretrainer=None):
+def export_encoder(encoder, output_dir, vocab_file=None, lower_case=True, pretrainer=None,
+                   merges_file=None):
     """Writes `encoder` (and optionally `pretrainer`'s MLM head) to
     `output_dir` atomically; returns `output_dir`.
 
-    `vocab_file` is copied in as the `vocab_file` asset (TF Hub API).
+    `vocab_file` is copied in as the `vocab_file` asset (TF Hub API); a
+    byte-level BPE encoder (a converted RoBERTa) gives its `vocab.json` there
+    and `merges.txt` as `merges_file` (the `merges_file` asset).
 
     Example:
     >>> import tempfile, tfbert
@@ -60,8 +63,9 @@ def export_encoder(encoder, output_dir, vocab_file=None, lower_case=True, pretra
     >>> sorted(tf.saved_model.load(path).signatures)
     ['serving_default']
     """
-    if vocab_file is not None and not os.path.isfile(vocab_file):
-        raise FileNotFoundError(f"Vocabulary file not found: {vocab_file}")
+    for what, path in (("Vocabulary", vocab_file), ("Merges", merges_file)):
+        if path is not None and not os.path.isfile(path):
+            raise FileNotFoundError(f"{what} file not found: {path}")
     root = tf.__internal__.tracking.AutoTrackable()
     root.encoder = encoder
     # Explicit lists: tf.Module exposes these as properties, which SavedModel
@@ -72,6 +76,8 @@ def export_encoder(encoder, output_dir, vocab_file=None, lower_case=True, pretra
     root.do_lower_case = tf.Variable(bool(lower_case), trainable=False, name="do_lower_case")
     if vocab_file is not None:
         root.vocab_file = tf.saved_model.Asset(vocab_file)
+    if merges_file is not None:
+        root.merges_file = tf.saved_model.Asset(merges_file)
 
     @tf.function
     def call(inputs, training=False):

@@ -77,9 +77,7 @@ def export_openvino(saved_model_dir, output_dir, precision="fp32", calibration_t
             f"{saved_model_dir} is not a tfbert strings-in task export (it needs serving_default, "
             f"{IDS_SIGNATURE} and the assets/tfbert_text.json that tfbert's task exports write).")
     task = settings.get("model") or "task"
-    if settings.get("tokenizer", "wordpiece") != "wordpiece":
-        raise ValueError(f"The {task} export tokenizes with {settings['tokenizer']}; tfbert's "
-                         "OpenVINO export builds WordPiece tokenizers only.")
+    bpe = settings.get("tokenizer", "wordpiece") == "byte_level_bpe"
     text_inputs = list(settings["text_inputs"])
     serve_text = signatures["serving_default"]
     outputs = sorted(serve_text.structured_outputs)
@@ -90,9 +88,13 @@ def export_openvino(saved_model_dir, output_dir, precision="fp32", calibration_t
             f"words and offsets, which {IDS_SIGNATURE} does not give: OpenVINO export takes "
             "exports whose outputs come from the model (classification, regression, sentence "
             "embedding, cross-encoder, features).")
-    if len(text_inputs) > 1 and settings["truncation"] != "round_robin":
+    # WordPiece pairs: openvino-tokenizers' longest-first, rewritten as round robin;
+    # byte-level BPE pairs: longest-first as transformers' (its Truncate as it is).
+    pair_truncation = "longest_first" if bpe else "round_robin"
+    if len(text_inputs) > 1 and settings["truncation"] != pair_truncation:
         raise ValueError(f"The {task} export truncates pairs {settings['truncation']!r}; "
-                         "openvino-tokenizers truncates longest-first, which is round_robin only.")
+                         f"tfbert's OpenVINO export of a {settings.get('tokenizer', 'wordpiece')} "
+                         f"tokenizer truncates pairs {pair_truncation!r} only.")
     if precision == "int8":
         calibration = _calibration_rows(calibration_texts, text_inputs, calibration_size)
 
@@ -112,7 +114,8 @@ def export_openvino(saved_model_dir, output_dir, precision="fp32", calibration_t
         write_json(os.path.join(tmp, METADATA_FILE), {
             "format": FORMAT, "precision": precision, "inputs": text_inputs, "outputs": outputs,
             "source": os.path.abspath(saved_model_dir), "model": task,
-            "text": {k: settings[k] for k in ("lower_case", "seq_length", "truncation")},
+            "text": {"tokenizer": settings.get("tokenizer", "wordpiece"),
+                     **{k: settings[k] for k in ("lower_case", "seq_length", "truncation")}},
             "openvino": ov.__version__, "files": files})
     return output_dir
 
@@ -122,17 +125,24 @@ def _joined_model(ids_signature, settings, outputs, task, calibration=None):
     with string parameters named as the export's text inputs."""
     import openvino as ov
 
-    from tfbert.export.openvino_tokenizer import tokenizer_model
+    from tfbert.export.openvino_tokenizer import bpe_tokenizer_model, tokenizer_model
 
     text_inputs = settings["text_inputs"]
-    tokenizer = tokenizer_model(settings["vocab_file"], settings["lower_case"],
-                                settings["seq_length"], num_inputs=len(text_inputs))
+    if settings.get("tokenizer") == "byte_level_bpe":
+        tokenizer = bpe_tokenizer_model(settings, num_inputs=len(text_inputs))
+    else:
+        tokenizer = tokenizer_model(settings["vocab_file"], settings["lower_case"],
+                                    settings["seq_length"], num_inputs=len(text_inputs))
     encoder = _convert(ids_signature, task)
     if calibration is not None:
         encoder = _quantize(encoder, tokenizer, calibration)
     # The nodes feeding the tokenizer's results (not the results themselves).
     token_outputs = {next(iter(r.output(0).get_names())): r.input_value(0)
                      for r in tokenizer.get_results()}
+    if "token_type_ids" not in token_outputs:  # RoBERTa's: all type ids 0
+        ids = token_outputs["input_ids"]
+        token_outputs["token_type_ids"] = ov.opset15.multiply(
+            ids, ov.op.Constant(np.array(0, np.int32))).output(0)
     for parameter in encoder.get_parameters():
         source = token_outputs[ENCODER_INPUTS[parameter.output(0).get_any_name()]]
         for target in list(parameter.output(0).get_target_inputs()):

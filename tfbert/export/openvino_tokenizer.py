@@ -20,6 +20,14 @@ and converted by openvino-tokenizers:
 Out-of-the-box `convert_tokenizer(BertTokenizerFast(vocab.txt))` agrees with
 tfbert on 70% of the Unicode stress corpus (tests/text/test_tokenizer_parity.py);
 this pipeline on all but the lines named in tests/export/test_openvino.py.
+
+Byte-level BPE (a converted RoBERTa) needs none of that: openvino-tokenizers
+has its pieces (special-token split, GPT-2's regex split, byte-level BPE,
+RoBERTa's packing, longest-first truncation as transformers'), so the export's
+`vocab.json`, `merges.txt` and special tokens go through a RoBERTa fast
+tokenizer (`bpe_hf_tokenizer`). Its ids equal tfbert's on the stress corpus
+but for a NUL at a text's end, which openvino-tokenizers drops
+(tests/export/test_bpe_export.py).
 """
 
 import functools
@@ -82,6 +90,46 @@ def hf_tokenizer(vocab_file, lower_case):
                                    mask_token="[MASK]",
                                    model_input_names=["input_ids", "token_type_ids",
                                                       "attention_mask"])
+
+
+def bpe_hf_tokenizer(vocab_file, merges_file, special_tokens_file):
+    """A Hugging Face fast RoBERTa tokenizer of tfbert's byte-level BPE files
+    (the special tokens with their lstrip/rstrip, as tfbert reads them)."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    from tfbert.convert import bpe_files
+
+    tokens = bpe_files.read_bpe_vocab(vocab_file)
+    ids = {t: i for i, t in enumerate(tokens)}
+    tokenizer = Tokenizer(models.BPE(ids, bpe_files.read_merges(merges_file), unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.post_processor = processors.RobertaProcessing(
+        ("</s>", ids["</s>"]), ("<s>", ids["<s>"]), add_prefix_space=False)
+    tokenizer.add_special_tokens([
+        AddedToken(t["content"], lstrip=bool(t.get("lstrip")), rstrip=bool(t.get("rstrip")),
+                   normalized=False, special=True)
+        for t in bpe_files.read_special_tokens(special_tokens_file)])
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>",
+                                   cls_token="<s>", sep_token="</s>", unk_token="<unk>",
+                                   pad_token="<pad>", mask_token="<mask>",
+                                   model_input_names=["input_ids", "attention_mask"])
+
+
+def bpe_tokenizer_model(settings, num_inputs=1):
+    """The OpenVINO tokenizer of a byte-level BPE export (`settings` as
+    `read_text_settings` gives them): string parameters -> `input_ids`,
+    `attention_mask` int32 `[batch, longest]`, truncated to `seq_length`
+    longest-first (transformers' and tfbert's byte-level BPE default)."""
+    import openvino as ov
+    import openvino_tokenizers
+
+    hf = bpe_hf_tokenizer(settings["vocab_file"], settings["merges_file"],
+                          settings["special_tokens_file"])
+    return openvino_tokenizers.convert_tokenizer(
+        hf, tokenizer_output_type=ov.Type.i32, truncation=True,
+        max_length=settings["seq_length"], number_of_inputs=num_inputs)
 
 
 def tokenizer_model(vocab_file, lower_case, seq_length, num_inputs=1):

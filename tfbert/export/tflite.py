@@ -16,6 +16,9 @@ delegate runs with dynamic shapes (all-MiniLM-L6-v2, a 16-word request: 6.8
 ms instead of 17.8 in fp32; docs/cpu_speed.md). Load with
 `ai_edge_litert.interpreter.InterpreterWithCustomOps(
 custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)`.
+A byte-level BPE preprocessor (a converted RoBERTa) has no TFLite tokenizer:
+strings-in TFLite refuses it in one line (`BPE_REFUSAL`); its ids-in encoder
+converts as any other.
 """
 
 import os
@@ -148,6 +151,14 @@ def _calibration_batches(data, seq_length):
 
 
 TOKENIZERS = ("fast", "exact")
+# Byte-level BPE (RoBERTa) is written with core string ops and lookup tables;
+# converted with custom ops allowed, the first op LiteRT cannot prepare is
+# HashTableV2, and StaticRegexReplace, StringSplitV2, StringJoin follow (no
+# TFLite builtins, no tf-text kernel: tf-text has no byte-level BPE kernel).
+BPE_REFUSAL = ("TFLite cannot tokenize byte-level BPE (RoBERTa): LiteRT has no kernel for "
+               "HashTableV2 (nor StaticRegexReplace, StringSplitV2, StringJoin) and tf-text "
+               "ships no byte-level BPE kernel; export the ids-in model (no --text_input) and "
+               "tokenize outside, or use the SavedModel export.")
 
 
 class ExactTokenizer:
@@ -185,6 +196,8 @@ def tflite_tokenizer(preprocessor, kind="fast"):
 
     if kind not in TOKENIZERS:
         raise ValueError(f"tokenizer must be one of {TOKENIZERS}, got {kind!r}.")
+    if preprocessor.tokenizer_kind != "wordpiece":
+        raise ValueError(BPE_REFUSAL)
     if kind == "exact":
         return ExactTokenizer(preprocessor)
     return tf_text.FastBertTokenizer(

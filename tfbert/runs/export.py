@@ -118,6 +118,8 @@ def export(cfg):
     from tfbert.text import BertPreprocessor
 
     preprocessor = BertPreprocessor.from_pretrained(cfg.checkpoint_dir, seq_length=cfg.seq_length)
+    if cfg.format == "tflite" and cfg.text_input and preprocessor.tokenizer_kind != "wordpiece":
+        raise ValueError(tflite.BPE_REFUSAL)  # before minutes of loading and converting
     if cfg.kind == "preprocessor":
         if cfg.format != "saved_model":
             raise ValueError(
@@ -164,7 +166,11 @@ def export(cfg):
         return
     from tfbert.export.encoder import export_encoder
 
-    vocab_file = os.path.join(cfg.checkpoint_dir, "vocab.txt")
+    # The tokenizer files as TF Hub's `vocab_file` asset (byte-level BPE: vocab.json,
+    # and merges.txt as `merges_file`).
+    bpe = preprocessor.tokenizer_kind == "byte_level_bpe"
+    vocab_file = os.path.join(cfg.checkpoint_dir, "vocab.json" if bpe else "vocab.txt")
+    merges_file = os.path.join(cfg.checkpoint_dir, "merges.txt") if bpe else None
     encoder_dir = cfg.output_dir
     if cfg.format == "tfhub":
         from tfbert.export.preprocessor import export_preprocessor
@@ -172,7 +178,8 @@ def export(cfg):
         export_preprocessor(preprocessor, os.path.join(cfg.output_dir, "preprocessor"))
         encoder_dir = os.path.join(cfg.output_dir, "encoder")
     export_encoder(encoder, encoder_dir, vocab_file=vocab_file,
-                   lower_case=preprocessor.lower_case, pretrainer=pretrainer)
+                   lower_case=preprocessor.lower_case, pretrainer=pretrainer,
+                   merges_file=merges_file)
     print(f"Exported the encoder{' with its mlm sub-object' if pretrainer else ''} to "
           f"{encoder_dir}" + (f" and the preprocessor to {cfg.output_dir}/preprocessor"
                               if cfg.format == "tfhub" else ""))

@@ -144,13 +144,26 @@ class ByteLevelBPETokenizer(tf.Module):
         self.char_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
             tf.constant([byte_chars[b] for b in range(256)]),
             tf.constant([bytes([b]) for b in range(256)])), default_value="")
+        # Merges on token ids, not strings: a pair is the int64 key a * size + b
+        # (hashing ints, not joined strings, made the merge loop ~N times faster).
+        ids = {token: i for i, token in enumerate(self.tokens)}
+        pairs = [ids[a] * len(self.tokens) + ids[b] for a, b in self.merges] or [-1]
         self.rank_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
-            tf.constant([f"{a} {b}" for a, b in merges] or ["\x00"]),
-            tf.range(max(len(merges), 1), dtype=tf.int32)), default_value=NO_RANK)
-        unknown_id = self.tokens.index(unknown_token) if unknown_token in self.tokens else -1
+            tf.constant(pairs, tf.int64), tf.range(len(pairs), dtype=tf.int32)),
+            default_value=NO_RANK)
+        self.merged_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+            tf.constant(pairs, tf.int64),
+            tf.constant([ids[a + b] for a, b in self.merges] or [-1], tf.int32)),
+            default_value=-1)
+        # Each byte's symbol as a token id (-1: not in the vocabulary, merged by nothing).
+        self.byte_id_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+            tf.constant([bytes([b]) for b in range(256)]),
+            tf.constant([ids.get(byte_chars[b], -1) for b in range(256)], tf.int32)),
+            default_value=-1)
+        self.unknown_id = self.tokens.index(unknown_token) if unknown_token in self.tokens else -1
         self.id_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
             tf.constant(self.tokens), tf.range(len(self.tokens), dtype=tf.int32)),
-            default_value=unknown_id)
+            default_value=self.unknown_id)
 
     @classmethod
     def from_files(cls, vocab_json, merges_txt, tokenizer_json=None, **kwargs):
@@ -197,56 +210,84 @@ class ByteLevelBPETokenizer(tf.Module):
         unescaped = tf.strings.regex_replace(unescaped, "\x01\x02", "\x01")
         return pieces.with_flat_values(unescaped), flags
 
-    def merge(self, symbols, byte_lengths, word_ids, num_words):
-        """Applies the merges to flat `symbols` (of `byte_lengths` text bytes)
-        whose piece is `word_ids`."""
+    def merge(self, ids, byte_lengths, word_ids, num_words):
+        """Applies the merges to flat symbol `ids` (of `byte_lengths` text bytes)
+        whose piece is `word_ids`; also gives each result's first input symbol.
 
-        def one_round(symbols, byte_lengths, word_ids, _):
-            n = tf.shape(symbols)[0]
+        A piece without a mergeable pair is done: its symbols leave the loop
+        (into TensorArrays) and later rounds work on the others only (a batch's
+        longest word takes ~90 rounds, most words a few), then all are put back
+        in text order (by first input symbol)."""
+        size = tf.constant(len(self.tokens), tf.int64)
+
+        def one_round(i, ids, byte_lengths, word_ids, firsts, done):
+            n = tf.shape(ids)[0]
             same_word = tf.concat([word_ids[1:] == word_ids[:-1], [False]], 0)
-            following = tf.concat([symbols[1:], [""]], 0)
-            ranks = self.rank_table.lookup(tf.strings.join([symbols, following], " "))
-            ranks = tf.where(same_word, ranks, NO_RANK)
-            best = tf.math.unsorted_segment_min(ranks, word_ids, num_words)
-            is_best = (ranks == tf.gather(best, word_ids)) & (ranks < NO_RANK)
+            following = tf.concat([ids[1:], [-1]], 0)
+            keys = tf.cast(ids, tf.int64) * size + tf.cast(following, tf.int64)
+            # -1 (a symbol outside the vocabulary) takes part in no merge.
+            mergeable = same_word & (ids >= 0) & (following >= 0)
+            ranks = tf.where(mergeable, self.rank_table.lookup(keys), NO_RANK)
+            best = tf.gather(tf.math.unsorted_segment_min(ranks, word_ids, num_words), word_ids)
+            finished = best == NO_RANK
+            done = tuple(array.write(i, tf.boolean_mask(x, finished)) for array, x in
+                         zip(done, (ids, byte_lengths, word_ids, firsts)))
+            is_best = (ranks == best) & ~finished
             positions = tf.range(n)
             first = tf.math.unsorted_segment_min(tf.where(is_best, positions, n), word_ids,
                                                  num_words)
             starts = is_best & (positions == tf.gather(first, word_ids))
-            merged = tf.where(starts, tf.strings.join([symbols, following]), symbols)
+            merged = tf.where(starts, self.merged_table.lookup(keys), ids)
             merged_lengths = byte_lengths + tf.where(
                 starts, tf.concat([byte_lengths[1:], [0]], 0), 0)
-            keep = ~tf.concat([[False], starts[:-1]], 0)
-            return (tf.boolean_mask(merged, keep), tf.boolean_mask(merged_lengths, keep),
-                    tf.boolean_mask(word_ids, keep), tf.reduce_any(starts))
+            keep = ~finished & ~tf.concat([[False], starts[:-1]], 0)
+            return (i + 1, tf.boolean_mask(merged, keep), tf.boolean_mask(merged_lengths, keep),
+                    tf.boolean_mask(word_ids, keep), tf.boolean_mask(firsts, keep), done)
 
-        symbols, byte_lengths, word_ids, _ = tf.while_loop(
-            lambda s, b, w, changed: changed, one_round,
-            (symbols, byte_lengths, word_ids, tf.size(symbols) > 1),
-            shape_invariants=(tf.TensorShape([None]), tf.TensorShape([None]),
-                              tf.TensorShape([None]), tf.TensorShape([])))
-        return symbols, byte_lengths, word_ids
+        done = tuple(tf.TensorArray(dtype, size=0, dynamic_size=True, infer_shape=False,
+                                    element_shape=tf.TensorShape([None]))
+                     for dtype in (ids.dtype, byte_lengths.dtype, word_ids.dtype, tf.int32))
+        i, *_, done = tf.while_loop(
+            lambda i, ids, *_: tf.size(ids) > 0, one_round,
+            (0, ids, byte_lengths, word_ids, tf.range(tf.size(ids)), done))
+        # One empty element more: concat needs at least one (an empty batch runs no round).
+        ids, byte_lengths, word_ids, firsts = (array.write(i, tf.zeros([0], array.dtype)).concat()
+                                               for array in done)
+        order = tf.argsort(firsts, stable=True)
+        return tuple(tf.gather(x, order) for x in (ids, byte_lengths, word_ids, firsts))
 
     def split_and_merge(self, texts):
-        """strings `[batch]` -> `(pieces, symbols, byte_lengths, word_ids, special)`;
-        a special piece is one symbol, its raw text (`special`: per symbol)."""
+        """strings `[batch]` -> `(pieces, ids, byte_lengths, word_ids, special, symbols)`:
+        merged symbols' token ids (-1: a byte outside the vocabulary), per symbol
+        whether it is a special piece, and `symbols()` their strings (a special
+        piece's raw text, with the white space it strips)."""
         texts = tf.convert_to_tensor(texts, tf.string)
         pieces, special_piece = self.pieces_and_specials(texts)
         flat = pieces.flat_values
         piece_bytes = tf.strings.bytes_split(tf.where(special_piece, " ", flat))
         word_ids = piece_bytes.value_rowids()
         special = tf.gather(special_piece, word_ids)
-        symbols = tf.where(special, tf.gather(flat, word_ids),
-                           self.byte_table.lookup(piece_bytes.flat_values))
+        # A special piece is one symbol (its token's id), so no merge touches it.
+        special_text = tf.gather(flat, word_ids)
+        ids = tf.where(special, self.id_table.lookup(
+                           tf.strings.regex_replace(special_text, STRIP_SPACE, "")),
+                       self.byte_id_table.lookup(piece_bytes.flat_values))
         byte_lengths = tf.where(special, tf.gather(tf.strings.length(flat), word_ids), 1)
-        # A special piece is one symbol, so no merge touches it.
-        symbols, byte_lengths, word_ids = self.merge(symbols, byte_lengths, word_ids,
-                                                     piece_bytes.nrows())
-        return pieces, symbols, byte_lengths, word_ids, tf.gather(special_piece, word_ids)
+        ids, byte_lengths, merged_word_ids, firsts = self.merge(ids, byte_lengths, word_ids,
+                                                                piece_bytes.nrows())
+        merged_special = tf.gather(special, firsts)
 
-    def symbol_ids(self, symbols):
-        """The ids of merged symbols; a special piece's its token's (white space off)."""
-        return self.id_table.lookup(tf.strings.regex_replace(symbols, STRIP_SPACE, ""))
+        def symbols():
+            initial = tf.where(special, special_text,
+                               self.byte_table.lookup(piece_bytes.flat_values))
+            known = tf.gather(tf.constant(self.tokens), tf.maximum(ids, 0))
+            return tf.where(merged_special | (ids < 0), tf.gather(initial, firsts), known)
+
+        return pieces, ids, byte_lengths, merged_word_ids, merged_special, symbols
+
+    def symbol_ids(self, ids):
+        """Merged symbols' ids, a byte outside the vocabulary `<unk>`'s."""
+        return tf.where(ids < 0, self.unknown_id, ids)
 
     def __call__(self, texts):
         """strings `[batch]` -> int32 ragged ids `[batch, (tokens)]`."""
@@ -257,8 +298,8 @@ class ByteLevelBPETokenizer(tf.Module):
     def tokenize(self, texts):
         """strings `[batch]` -> int32 ragged ids `[batch, (pieces), (tokens)]`: the
         GPT-2 pieces stand where BertTokenizer has words."""
-        pieces, symbols, _, word_ids, _ = self.split_and_merge(texts)
-        return by_piece(self.symbol_ids(symbols), word_ids, pieces)
+        pieces, ids, _, word_ids, _, _ = self.split_and_merge(texts)
+        return by_piece(self.symbol_ids(ids), word_ids, pieces)
 
     def tokenize_with_offsets(self, texts):
         """strings `[batch]` -> `(ids, starts, ends)`, int32 ragged `[batch, (tokens)]`;
@@ -295,8 +336,9 @@ class ByteLevelBPETokenizer(tf.Module):
     def byte_spans(self, texts):
         """`(pieces, word_ids, ids, starts, ends, text_of_token)`, flat over all
         tokens: each token's id and trimmed byte span in its text."""
-        pieces, symbols, byte_lengths, word_ids, special = self.split_and_merge(texts)
-        ids = self.symbol_ids(symbols)
+        pieces, ids, byte_lengths, word_ids, special, symbols = self.split_and_merge(texts)
+        symbols = symbols()
+        ids = self.symbol_ids(ids)
         # Pieces cover their text: a token's byte start is its start in all the
         # texts joined, less its text's start there.
         text_of_token = tf.gather(pieces.value_rowids(), word_ids)

@@ -59,8 +59,8 @@ from tfbert.models.text_data import (check_batch_size, check_weights, dataset_co
                                      text_columns, text_dataset)
 from tfbert.text.packer import trim_to_bucket, trim_to_longest
 from tfbert.text.preprocessor import BertPreprocessor
-from tfbert.text.windows import (WINDOW_MODES, pack_windows, pair_specials, pool_windows,
-                                 window_batches)
+from tfbert.text.windows import (WINDOW_MODES, check_doc_overlap, first_text_length,
+                                 pack_windows, pool_windows, window_batches)
 
 # How a long text's windows' logits become its row (`long_text="windows"`).
 WINDOW_POOLING = ("mean", "max", "first")
@@ -120,21 +120,6 @@ def pooled_logits(call, windows, pooling):
     `call` (the model on ids) on every window, pooled per text."""
     spans, inputs = windows
     return pool_windows(call(trim_to_longest(inputs)), spans, pooling)
-
-
-def first_text_length(preprocessor, seq_length):
-    """Wordpieces kept of a windowed pair's first text: half of what the
-    special tokens leave (3 for BERT's packing, 4 for RoBERTa's), as
-    transformers' `truncation=True` splits a pair of two long texts."""
-    return (seq_length - pair_specials(preprocessor)) // 2
-
-
-def smallest_window(preprocessor, seq_length, pairs):
-    """Wordpieces of text in the smallest window (pairs: after the longest kept first text)."""
-    if pairs:
-        return seq_length - pair_specials(preprocessor) - first_text_length(preprocessor,
-                                                                            seq_length)
-    return seq_length - 2
 
 
 def head_loss(num_classes, multi_label=False):
@@ -285,15 +270,9 @@ class TextClassifier(StringsModel, BertClassifier):
                              f"got {count} text column{'s' if count > 1 else ''}.")
 
     def _check_overlap(self):
-        """Each window must move on: `doc_overlap` below the smallest window."""
-        if not self.windowed or self.doc_overlap is None:
-            return
-        room = smallest_window(self.preprocessor, self.preprocessor.seq_length, self.pairs)
-        after = " after the first text" if self.pairs else ""
-        if self.doc_overlap >= room:
-            raise ValueError(f"doc_overlap={self.doc_overlap} must be < {room}, the text "
-                             f"wordpieces of a window{after} at seq_length="
-                             f"{self.preprocessor.seq_length}.")
+        if self.windowed:
+            check_doc_overlap(self.doc_overlap, self.preprocessor, self.preprocessor.seq_length,
+                              self.pairs)
 
     # === Long texts: windows (`tfbert.text.windows`) ===
 

@@ -59,8 +59,8 @@ from tfbert.models.text_data import (check_batch_size, check_weights, dataset_co
                                      text_columns, text_dataset)
 from tfbert.text.packer import trim_to_bucket, trim_to_longest
 from tfbert.text.preprocessor import BertPreprocessor
-from tfbert.text.windows import (WINDOW_MODES, check_doc_overlap, first_text_length,
-                                 pack_windows, pool_windows, window_batches)
+from tfbert.text.windows import (WINDOW_MODES, check_doc_overlap, check_pair_length,
+                                 first_text_length, pack_windows, pool_windows, window_batches)
 
 # How a long text's windows' logits become its row (`long_text="windows"`).
 WINDOW_POOLING = ("mean", "max", "first")
@@ -214,7 +214,7 @@ class TextClassifier(StringsModel, BertClassifier):
         self.doc_overlap = doc_overlap
         self.max_windows = max_windows
         self.window_pooling = window_pooling
-        self._check_overlap()
+        self._check_lengths()
         self._auto_optimizer = False  # compile(optimizer="auto"): fit builds the optimizer
         if self.multi_label:
             # One threshold per label, saved with the weights: the fine-tuning
@@ -228,13 +228,20 @@ class TextClassifier(StringsModel, BertClassifier):
     @classmethod
     def from_pretrained(cls, checkpoint_dir, num_classes=None, seq_length=128, **kwargs):
         """From a tfbert checkpoint: a converted or pretrained encoder (a fresh
-        head of `num_classes`, default 2), or one `save_pretrained` wrote (its
-        head, labels and settings; `num_classes` must agree with the head)."""
+        head of `num_classes`, default 2), a converted `...ForSequenceClassification`
+        (its head, as transformers loads it, unless `num_classes` differs), or
+        one `save_pretrained` wrote (its head, labels and settings;
+        `num_classes` must agree with the head)."""
         ckpt = checkpoint.read_checkpoint(checkpoint_dir)
         encoder = cls.pretrained_encoder(ckpt)
         settings = ckpt.text_classifier
-        head = ckpt.prefixed_weights("classifier") if settings else {}
-        if head:
+        head = ckpt.prefixed_weights("classifier")
+        if not settings and not (ckpt.huggingface and head and num_classes in (
+                None, head["kernel"].shape[-1])):
+            head = {}  # a fresh head: not a converted classifier of that size
+        if head and not settings:
+            num_classes = int(head["kernel"].shape[-1])
+        elif head:
             num_classes = cls.head_size(head, num_classes, ckpt.weights_path, "classifier")
             for key in ("multi_label", "label_list", "threshold", "pairs", "pooling",
                         "long_text", "doc_stride", "doc_overlap", "max_windows",
@@ -264,12 +271,15 @@ class TextClassifier(StringsModel, BertClassifier):
     def _check_columns(self, count):
         if self.pairs is None:
             self.pairs = count == 2
-            self._check_overlap()
+            self._check_lengths()
         elif self.pairs != (count == 2):
             raise ValueError(f"This model reads {'pairs' if self.pairs else 'single texts'}; "
                              f"got {count} text column{'s' if count > 1 else ''}.")
 
-    def _check_overlap(self):
+    def _check_lengths(self):
+        """seq_length holds a pair's special tokens; windows move on (one line each)."""
+        if self.pairs:
+            check_pair_length(self.preprocessor, self.preprocessor.seq_length)
         if self.windowed:
             check_doc_overlap(self.doc_overlap, self.preprocessor, self.preprocessor.seq_length,
                               self.pairs)

@@ -117,6 +117,17 @@ def pair_specials(preprocessor):
     return 2 + pair_separators(preprocessor)
 
 
+def check_pair_length(preprocessor, seq_length, key=None):
+    """A packed pair's special tokens fit: `seq_length` at least `pair_specials`
+    (3 for BERT, 4 for RoBERTa). One line otherwise, naming `key` (a config's
+    `Class.seq_length`) or the keyword argument, before any text is packed."""
+    need = pair_specials(preprocessor)
+    if seq_length < need:
+        what = f"{key}: {seq_length}" if key else f"seq_length={seq_length}"
+        layout = "<s> a </s></s> b </s>" if need == 4 else "[CLS] a [SEP] b [SEP]"
+        raise ValueError(f"{what} must be >= {need} for pairs, the special tokens of {layout}.")
+
+
 def first_text_length(preprocessor, seq_length):
     """Wordpieces kept of a windowed pair's first text: half of what the
     special tokens leave (3 for BERT's packing, 4 for RoBERTa's), as

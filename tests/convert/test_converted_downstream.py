@@ -41,18 +41,24 @@ def without_dropout(checkpoint_dir, tmp_path):
     return str(out)
 
 
-def torch_losses(model, batch, labels, steps=2):
-    """The loss of each of `steps` plain SGD steps on one batch (dropout off)."""
-    model.eval()
-    optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE)
-    losses = []
-    for _ in range(steps):
-        loss = model(**batch, labels=labels).loss
-        losses.append(loss.item())
+def assert_same_step(what, model, x, y, torch_model, batch, labels):
+    """The loss before and after one plain SGD step on one batch: tfbert's
+    `fit(x, y)` (its compile() loss) equals transformers' on `batch`, `labels`
+    (dropout off: `eval()`), within 1e-4; the step moves it."""
+    torch_model.eval()
+    optimizer = torch.optim.SGD(torch_model.parameters(), lr=LEARNING_RATE)
+    theirs = []
+    for _ in range(2):
+        loss = torch_model(**batch, labels=torch.from_numpy(np.asarray(labels))).loss
+        theirs.append(loss.item())
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-    return losses
+    model.compile(optimizer=keras.optimizers.SGD(LEARNING_RATE))
+    ours = model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0).history["loss"]
+    print(f"{what} loss, before/after one SGD step: tfbert {ours}, transformers {theirs}")
+    assert abs(theirs[1] - theirs[0]) > 0.01
+    np.testing.assert_allclose(ours, theirs, atol=1e-4)
 
 
 def word_labels(reference):
@@ -112,15 +118,8 @@ def test_token_classifier_words_and_one_step_as_transformers(families, family, t
     with torch.no_grad():
         torch_model.classifier.weight.copy_(torch.from_numpy(head.kernel.numpy().T))
         torch_model.classifier.bias.copy_(torch.from_numpy(head.bias.numpy()))
-    theirs = torch_losses(torch_model, {k: enc[k] for k in ("input_ids", "attention_mask")},
-                          torch.from_numpy(want))
-    model.compile(optimizer=keras.optimizers.SGD(LEARNING_RATE))
-    ours = model.fit(WORDS, tags, batch_size=8, epochs=2, shuffle=False,
-                     verbose=0).history["loss"]
-    print(f"{family} token classification loss, before/after one SGD step: tfbert {ours}, "
-          f"transformers {theirs}")
-    assert abs(theirs[1] - theirs[0]) > 0.01
-    np.testing.assert_allclose(ours, theirs, atol=1e-4)
+    assert_same_step(f"{family} token classification", model, WORDS, tags, torch_model,
+                     {k: enc[k] for k in ("input_ids", "attention_mask")}, want)
 
 
 def test_tagging_task_labels_first_pieces_as_transformers(roberta_dirs, tmp_path):
@@ -162,15 +161,8 @@ def test_text_classifier_one_step_as_roberta_for_sequence_classification(
         logits = hf_model(**enc).logits.numpy()
     np.testing.assert_allclose(model.predict(texts, verbose=0), logits, atol=1e-5)
     torch_model = transformers.RobertaForSequenceClassification.from_pretrained(str(src))
-    theirs = torch_losses(torch_model, dict(enc), torch.from_numpy(labels))
-    model.compile(optimizer=keras.optimizers.SGD(LEARNING_RATE),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    ours = model.fit(texts, labels, batch_size=8, epochs=2, shuffle=False,
-                     verbose=0).history["loss"]
-    print(f"RobertaForSequenceClassification loss, before/after one SGD step: tfbert {ours}, "
-          f"transformers {theirs}")
-    assert abs(theirs[1] - theirs[0]) > 0.01
-    np.testing.assert_allclose(ours, theirs, atol=1e-4)
+    assert_same_step("RobertaForSequenceClassification", model, texts, labels, torch_model,
+                     dict(enc), labels)
 
 
 def test_sentence_encoder_and_cross_encoder_on_roberta(roberta_dirs, hf_test,

@@ -172,6 +172,7 @@ def test_sentence_encoder_and_cross_encoder_on_roberta(roberta_dirs, hf_test,
     encoding (<s> a </s></s> b </s>). A pair that cannot hold 4 special tokens
     is one line, in the model and in the cross-encoder task, before packing."""
     from tfbert import BertEncoder, BertPreprocessor, CrossEncoder, SentenceEncoder
+    from tfbert.tasks.classification import ClassificationConfig, ClassificationTask
     from tfbert.tasks.cross_encoder import CrossEncoderConfig, CrossEncoderTask
 
     src, hf_model, out = roberta_dirs["RobertaModel"]
@@ -203,3 +204,7 @@ def test_sentence_encoder_and_cross_encoder_on_roberta(roberta_dirs, hf_test,
           r"^seq_length=3 must be >= 4 for pairs, the special tokens of <s> a </s></s> b </s>\.$")
     check("task", lambda: CrossEncoderTask(CrossEncoderConfig(seq_length=3)).prepare(short),
           r"^CrossEncoderConfig\.seq_length: 3 must be >= 4 for pairs")
+    pairs_task = ClassificationTask(ClassificationConfig(seq_length=3, text_b_column="b",
+                                                         label_list=["0", "1"]))
+    check("classification", lambda: pairs_task.prepare(short),
+          r"^ClassificationConfig\.seq_length: 3 must be >= 4 for pairs")

@@ -212,9 +212,18 @@ class BertEncoder(keras.Model):
         """Loads a tfbert checkpoint directory (see `tfbert.checkpoint`)."""
         from tfbert import checkpoint
 
-        ckpt = checkpoint.read_checkpoint(checkpoint_dir)
-        encoder = cls(ckpt.config, **kwargs)
+        return cls.from_checkpoint(checkpoint.read_checkpoint(checkpoint_dir), **kwargs)
+
+    @classmethod
+    def from_checkpoint(cls, ckpt, config=None, **kwargs):
+        """The encoder of a read checkpoint (`tfbert.checkpoint.read_checkpoint`;
+        `config`: its config changed), with its weights. A converted
+        DistilBERT's zero token-type rows are frozen: DistilBERT has no token
+        types, so a training step moves what transformers' moves."""
+        encoder = cls(config or ckpt.config, **kwargs)
         encoder.set_named_weights(ckpt.encoder_weights(), source=ckpt.weights_path)
+        if ckpt.huggingface is not None and ckpt.huggingface.model_type == "distilbert":
+            encoder.embeddings.token_type_embeddings.trainable = False
         return encoder
 
 

@@ -143,4 +143,62 @@ def hf_test():
 
     return types.SimpleNamespace(save_model=save_model, batch_of=batch_of,
                                  tfbert_inputs=tfbert_inputs, torch_inputs=torch_inputs,
-                                 masked_max_diff=masked_max_diff, sentences=SENTENCES)
+                                 masked_max_diff=masked_max_diff, sentences=SENTENCES,
+                                 roberta_config=roberta_config,
+                                 distilbert_config=distilbert_config)
+
+
+def roberta_config(vocab_size, **kwargs):
+    """The released RoBERTa's type_vocab_size and eps, at a tiny size."""
+    import transformers
+
+    values = dict(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2,
+                  num_attention_heads=4, intermediate_size=64, max_position_embeddings=130,
+                  type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1, bos_token_id=0,
+                  eos_token_id=2)
+    return transformers.RobertaConfig(**{**values, **kwargs})
+
+
+def distilbert_config(vocab_size, **kwargs):
+    import transformers
+
+    return transformers.DistilBertConfig(vocab_size=vocab_size, dim=32, n_layers=2, n_heads=4,
+                                         hidden_dim=64, max_position_embeddings=128, **kwargs)
+
+
+@pytest.fixture(scope="session")
+def roberta_dirs(bpe_tokenizer_dir, tmp_path_factory, hf_test):
+    """{class name: (HF directory, model, converted tfbert checkpoint)} of
+    RobertaModel, RobertaForMaskedLM and RobertaForSequenceClassification (3
+    labels). The models are shared: a test that trains one trains a copy."""
+    transformers = pytest.importorskip("transformers")
+    from tfbert.convert import from_huggingface
+
+    vocab = len(transformers.AutoTokenizer.from_pretrained(str(bpe_tokenizer_dir)))
+    config = roberta_config(vocab, num_labels=3)
+    dirs = {}
+    for seed, cls in enumerate((transformers.RobertaModel, transformers.RobertaForMaskedLM,
+                                transformers.RobertaForSequenceClassification)):
+        root = tmp_path_factory.mktemp(cls.__name__)
+        model = save_model(cls, config, bpe_tokenizer_dir, root / "hf", seed=seed)
+        dirs[cls.__name__] = (root / "hf", model, from_huggingface(root / "hf", root / "tfbert"))
+    return dirs
+
+
+@pytest.fixture(scope="session")
+def distilbert_dirs(wordpiece_tokenizer_dir, tmp_path_factory, hf_test):
+    """{name: (HF directory, model, converted tfbert checkpoint)}: DistilBertModel
+    with learned ("model") and sinusoidal positions, DistilBertForMaskedLM ("mlm")."""
+    transformers = pytest.importorskip("transformers")
+    from tfbert.convert import from_huggingface
+
+    vocab = len(transformers.AutoTokenizer.from_pretrained(str(wordpiece_tokenizer_dir)))
+    dirs = {}
+    for name, cls, sinusoidal in (("model", transformers.DistilBertModel, False),
+                                  ("sinusoidal", transformers.DistilBertModel, True),
+                                  ("mlm", transformers.DistilBertForMaskedLM, False)):
+        root = tmp_path_factory.mktemp(name)
+        config = distilbert_config(vocab, sinusoidal_pos_embds=sinusoidal)
+        model = save_model(cls, config, wordpiece_tokenizer_dir, root / "hf")
+        dirs[name] = (root / "hf", model, from_huggingface(root / "hf", root / "tfbert"))
+    return dirs

@@ -16,26 +16,6 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 
-def distilbert_config(vocab_size, **kwargs):
-    return transformers.DistilBertConfig(vocab_size=vocab_size, dim=32, n_layers=2, n_heads=4,
-                                         hidden_dim=64, max_position_embeddings=128, **kwargs)
-
-
-@pytest.fixture(scope="module")
-def distilbert_dirs(wordpiece_tokenizer_dir, tmp_path_factory, hf_test):
-    """{name: (HF directory, model, converted tfbert checkpoint)}."""
-    vocab = len(transformers.AutoTokenizer.from_pretrained(str(wordpiece_tokenizer_dir)))
-    dirs = {}
-    for name, cls, sinusoidal in (("model", transformers.DistilBertModel, False),
-                                  ("sinusoidal", transformers.DistilBertModel, True),
-                                  ("mlm", transformers.DistilBertForMaskedLM, False)):
-        root = tmp_path_factory.mktemp(name)
-        config = distilbert_config(vocab, sinusoidal_pos_embds=sinusoidal)
-        model = hf_test.save_model(cls, config, wordpiece_tokenizer_dir, root / "hf")
-        dirs[name] = (root / "hf", model, from_huggingface(root / "hf", root / "tfbert"))
-    return dirs
-
-
 @pytest.mark.parametrize("name", ["model", "sinusoidal"])
 def test_encoder_parity_from_raw_text(distilbert_dirs, wordpiece_tokenizer_dir, hf_test, name):
     """transformers on its tokenizer's ids; tfbert from raw text through its own
@@ -84,7 +64,7 @@ def test_classification_heads_are_refused(distilbert_dirs, wordpiece_tokenizer_d
     """DistilBertForSequenceClassification's pre_classifier is a ReLU, not a
     pooler: its weights are unexpected, named."""
     vocab = len(transformers.AutoTokenizer.from_pretrained(str(wordpiece_tokenizer_dir)))
-    hf_test.save_model(transformers.DistilBertForSequenceClassification, distilbert_config(vocab),
+    hf_test.save_model(transformers.DistilBertForSequenceClassification, hf_test.distilbert_config(vocab),
                        wordpiece_tokenizer_dir, tmp_path / "hf")
     raises_one_line_from_tfbert(
         "classifier", lambda: from_huggingface(tmp_path / "hf", tmp_path / "o"),

@@ -18,29 +18,6 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 
-def roberta_config(vocab_size, **kwargs):
-    # The released RoBERTa's type_vocab_size and eps, at a tiny size.
-    values = dict(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2,
-                  num_attention_heads=4, intermediate_size=64, max_position_embeddings=130,
-                  type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1, bos_token_id=0,
-                  eos_token_id=2)
-    return transformers.RobertaConfig(**{**values, **kwargs})
-
-
-@pytest.fixture(scope="module")
-def roberta_dirs(bpe_tokenizer_dir, tmp_path_factory, hf_test):
-    """{class name: (HF directory, model, converted tfbert checkpoint)}."""
-    vocab = len(transformers.AutoTokenizer.from_pretrained(str(bpe_tokenizer_dir)))
-    config = roberta_config(vocab, num_labels=3)
-    dirs = {}
-    for seed, cls in enumerate((transformers.RobertaModel, transformers.RobertaForMaskedLM,
-                                transformers.RobertaForSequenceClassification)):
-        root = tmp_path_factory.mktemp(cls.__name__)
-        model = hf_test.save_model(cls, config, bpe_tokenizer_dir, root / "hf", seed=seed)
-        dirs[cls.__name__] = (root / "hf", model, from_huggingface(root / "hf", root / "tfbert"))
-    return dirs
-
-
 @pytest.fixture(scope="module")
 def batch(bpe_tokenizer_dir, hf_test):
     return hf_test.batch_of(bpe_tokenizer_dir)
@@ -348,6 +325,55 @@ def test_question_answerer_predicts_the_span_of_its_logits(roberta_dirs, bpe_tok
         start, end = enc["offset_mapping"][s][0], enc["offset_mapping"][e][1]
         assert (answer["answer"], answer["start"], answer["end"]) == (
             QA_CONTEXT[start:end], start, end)
+
+
+def test_question_answerer_in_windows_answers_from_the_original_text(roberta_dirs,
+                                                                    bpe_tokenizer_dir):
+    """A context longer than one window (seq_length 32, doc_overlap 3): the
+    answer is the best span, over transformers' own overflowing windows
+    (`stride`), of the model's logits, a start counting in the window where it
+    has the most context; its text is the original context sliced by the
+    tokens' offsets, bytes for characters (accents in the context)."""
+    from tfbert import QuestionAnswerer
+
+    reference = transformers.AutoTokenizer.from_pretrained(str(bpe_tokenizer_dir))
+    qa = QuestionAnswerer.from_pretrained(roberta_dirs["RobertaModel"][2], seq_length=32,
+                                          max_query_length=20, doc_overlap=3,
+                                          max_answer_length=4)
+    context = QA_CONTEXT.replace("locale's", "locale’s café")  # multi-byte characters
+    questions = [q for q, _ in QA]
+    assert max(len(reference(q)["input_ids"]) - 2 for q in questions) <= 20  # none cut
+    got = qa.predict((questions, [context] * len(questions)), verbose=0)
+    for question, answer in zip(questions, got):
+        enc = reference(question, context, max_length=32, truncation="only_second", stride=3,
+                        return_overflowing_tokens=True, return_offsets_mapping=True,
+                        padding="max_length", return_tensors="np")
+        assert len(enc["input_ids"]) > 3  # the context takes several windows
+        ids = enc["input_ids"].astype(np.int32)
+        logits = qa({"input_word_ids": ids, "input_mask": enc["attention_mask"].astype(np.int32),
+                     "input_type_ids": np.zeros_like(ids)})
+        # google-research's max context: per context token (its character start),
+        # the window where min(left, right) + 0.01 * window length is largest.
+        best_window = {}
+        for w in range(len(ids)):
+            positions = [i for i, s in enumerate(enc.sequence_ids(w)) if s == 1]
+            for k, i in enumerate(positions):
+                score = min(k, len(positions) - 1 - k) + 0.01 * len(positions)
+                key = enc["offset_mapping"][w][i][0]
+                if key not in best_window or score > best_window[key][0]:
+                    best_window[key] = (score, w)
+        spans = []
+        for w in range(len(ids)):
+            start_logits, end_logits = (np.asarray(logits[k])[w]
+                                        for k in ("start_logits", "end_logits"))
+            positions = [i for i, s in enumerate(enc.sequence_ids(w)) if s == 1]
+            offsets = enc["offset_mapping"][w]
+            spans += [(start_logits[s] + end_logits[e], offsets[s][0], offsets[e][1])
+                      for s in positions for e in positions
+                      if s <= e < s + 4 and best_window[offsets[s][0]][1] == w]
+        _, start, end = max(spans)
+        assert (answer["answer"], answer["start"], answer["end"]) == (
+            context[start:end], start, end)
 
 
 # -- Pairs count RoBERTa's 4 special tokens (<s> a </s></s> b </s>), not BERT's 3 ---------

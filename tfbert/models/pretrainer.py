@@ -263,8 +263,7 @@ class BertPretrainer(keras.Model):
             raise ValueError(f"{checkpoint_dir} holds {kind}-LayerNorm weights; norm_first "
                              "cannot change when continuing from them (the blocks compute "
                              "differently).")
-        encoder = BertEncoder(config, dtype=dtype)
-        encoder.set_named_weights(ckpt.encoder_weights(), source=ckpt.weights_path)
+        encoder = BertEncoder.from_checkpoint(ckpt, config, dtype=dtype)
         model = cls(encoder, use_nsp=use_nsp, use_sbo=use_sbo,
                     next_sentence_task=next_sentence_task)
         heads = {h: ckpt.prefixed_weights(h) for h in (MLM_HEAD, NSP_HEAD, SBO_HEAD)}

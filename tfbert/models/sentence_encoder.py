@@ -368,8 +368,7 @@ class SentenceEncoder(keras.Model):
         seq_length = check_int(seq_length, "seq_length", 2, allow_none=True)
         ckpt = checkpoint.read_checkpoint(checkpoint_dir)
         sentence = ckpt.sentence or SentenceSettings()
-        encoder = BertEncoder(ckpt.config)
-        encoder.set_named_weights(ckpt.encoder_weights(), source=ckpt.weights_path)
+        encoder = BertEncoder.from_checkpoint(ckpt)
         if seq_length is None:
             seq_length = sentence.seq_length or 128
         seq_length = min(seq_length, ckpt.config.max_position_embeddings)

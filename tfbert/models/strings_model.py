@@ -70,9 +70,7 @@ class StringsModel:
     @staticmethod
     def pretrained_encoder(ckpt):
         """The `BertEncoder` of a read checkpoint, with its weights."""
-        encoder = BertEncoder(ckpt.config)
-        encoder.set_named_weights(ckpt.encoder_weights(), source=ckpt.weights_path)
-        return encoder
+        return BertEncoder.from_checkpoint(ckpt)
 
     @staticmethod
     def head_size(head, num_classes, source, what):

@@ -59,8 +59,8 @@ from tfbert.models.text_data import (check_batch_size, check_weights, dataset_co
                                      text_columns, text_dataset)
 from tfbert.text.packer import trim_to_bucket, trim_to_longest
 from tfbert.text.preprocessor import BertPreprocessor
-from tfbert.text.windows import (WINDOW_MODES, pack_windows, pair_specials, pool_windows,
-                                 window_batches)
+from tfbert.text.windows import (WINDOW_MODES, check_doc_overlap, check_pair_length,
+                                 first_text_length, pack_windows, pool_windows, window_batches)
 
 # How a long text's windows' logits become its row (`long_text="windows"`).
 WINDOW_POOLING = ("mean", "max", "first")
@@ -120,21 +120,6 @@ def pooled_logits(call, windows, pooling):
     `call` (the model on ids) on every window, pooled per text."""
     spans, inputs = windows
     return pool_windows(call(trim_to_longest(inputs)), spans, pooling)
-
-
-def first_text_length(preprocessor, seq_length):
-    """Wordpieces kept of a windowed pair's first text: half of what the
-    special tokens leave (3 for BERT's packing, 4 for RoBERTa's), as
-    transformers' `truncation=True` splits a pair of two long texts."""
-    return (seq_length - pair_specials(preprocessor)) // 2
-
-
-def smallest_window(preprocessor, seq_length, pairs):
-    """Wordpieces of text in the smallest window (pairs: after the longest kept first text)."""
-    if pairs:
-        return seq_length - pair_specials(preprocessor) - first_text_length(preprocessor,
-                                                                            seq_length)
-    return seq_length - 2
 
 
 def head_loss(num_classes, multi_label=False):
@@ -229,7 +214,7 @@ class TextClassifier(StringsModel, BertClassifier):
         self.doc_overlap = doc_overlap
         self.max_windows = max_windows
         self.window_pooling = window_pooling
-        self._check_overlap()
+        self._check_lengths()
         self._auto_optimizer = False  # compile(optimizer="auto"): fit builds the optimizer
         if self.multi_label:
             # One threshold per label, saved with the weights: the fine-tuning
@@ -243,13 +228,20 @@ class TextClassifier(StringsModel, BertClassifier):
     @classmethod
     def from_pretrained(cls, checkpoint_dir, num_classes=None, seq_length=128, **kwargs):
         """From a tfbert checkpoint: a converted or pretrained encoder (a fresh
-        head of `num_classes`, default 2), or one `save_pretrained` wrote (its
-        head, labels and settings; `num_classes` must agree with the head)."""
+        head of `num_classes`, default 2), a converted `...ForSequenceClassification`
+        (its head, as transformers loads it, unless `num_classes` differs), or
+        one `save_pretrained` wrote (its head, labels and settings;
+        `num_classes` must agree with the head)."""
         ckpt = checkpoint.read_checkpoint(checkpoint_dir)
         encoder = cls.pretrained_encoder(ckpt)
         settings = ckpt.text_classifier
-        head = ckpt.prefixed_weights("classifier") if settings else {}
-        if head:
+        head = ckpt.prefixed_weights("classifier")
+        if not settings and not (ckpt.huggingface and head and num_classes in (
+                None, head["kernel"].shape[-1])):
+            head = {}  # a fresh head: not a converted classifier of that size
+        if head and not settings:
+            num_classes = int(head["kernel"].shape[-1])
+        elif head:
             num_classes = cls.head_size(head, num_classes, ckpt.weights_path, "classifier")
             for key in ("multi_label", "label_list", "threshold", "pairs", "pooling",
                         "long_text", "doc_stride", "doc_overlap", "max_windows",
@@ -279,21 +271,18 @@ class TextClassifier(StringsModel, BertClassifier):
     def _check_columns(self, count):
         if self.pairs is None:
             self.pairs = count == 2
-            self._check_overlap()
+            self._check_lengths()
         elif self.pairs != (count == 2):
             raise ValueError(f"This model reads {'pairs' if self.pairs else 'single texts'}; "
                              f"got {count} text column{'s' if count > 1 else ''}.")
 
-    def _check_overlap(self):
-        """Each window must move on: `doc_overlap` below the smallest window."""
-        if not self.windowed or self.doc_overlap is None:
-            return
-        room = smallest_window(self.preprocessor, self.preprocessor.seq_length, self.pairs)
-        after = " after the first text" if self.pairs else ""
-        if self.doc_overlap >= room:
-            raise ValueError(f"doc_overlap={self.doc_overlap} must be < {room}, the text "
-                             f"wordpieces of a window{after} at seq_length="
-                             f"{self.preprocessor.seq_length}.")
+    def _check_lengths(self):
+        """seq_length holds a pair's special tokens; windows move on (one line each)."""
+        if self.pairs:
+            check_pair_length(self.preprocessor, self.preprocessor.seq_length)
+        if self.windowed:
+            check_doc_overlap(self.doc_overlap, self.preprocessor, self.preprocessor.seq_length,
+                              self.pairs)
 
     # === Long texts: windows (`tfbert.text.windows`) ===
 

@@ -59,7 +59,8 @@ from tfbert.models.word_labels import (first_piece_positions, ids_outputs,
                                        word_pieces_of)
 from tfbert.text.packer import trim_to_bucket
 from tfbert.text.preprocessor import BertPreprocessor
-from tfbert.text.windows import WINDOW_MODES, window_batches, window_spans
+from tfbert.text.windows import (WINDOW_MODES, check_doc_overlap, window_batches,
+                                 window_spans)
 from tfbert.text.word_splitting import WordSplitter
 
 TAG_ID_CHECK = "tfbert: a dataset tag id is out of range"  # the graph check's message
@@ -171,10 +172,7 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
         max_windows = check_int(max_windows, "max_windows", 1)
         if doc_stride is not None and doc_overlap is not None:
             raise ValueError("Give doc_stride or doc_overlap, not both.")
-        if doc_overlap is not None and doc_overlap >= preprocessor.seq_length - 2:
-            raise ValueError(f"doc_overlap={doc_overlap} must be < {preprocessor.seq_length - 2}, "
-                             f"the wordpieces of a window at seq_length="
-                             f"{preprocessor.seq_length}.")
+        check_doc_overlap(doc_overlap, preprocessor, preprocessor.seq_length)
         kwargs.setdefault("name", "token_classifier")
         super().__init__(encoder, int(num_classes), dropout=dropout,
                          initializer_range=initializer_range, **kwargs)

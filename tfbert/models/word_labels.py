@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from tfbert.text.packer import trim_to_bucket
 from tfbert.text.windows import is_max_context, pack_windows, window_values
+from tfbert.text.word_splitting import word_pieces
 
 IGNORE = -1  # label of positions without a word label ([CLS], [SEP], later pieces, padding)
 
@@ -108,9 +109,10 @@ def window_word_logits(call, preprocessor, word_pieces, seq_length, **window_arg
 
 def word_pieces_of(preprocessor, words):
     """Wordpiece ids `[batch, (words), (pieces)]` of words `[batch, (words)]`
-    (tf.string ragged); all pieces of one word stay together."""
-    pieces = preprocessor.tokenize(words.flat_values).merge_dims(1, 2)
-    return tf.RaggedTensor.from_row_splits(pieces, words.row_splits)
+    (tf.string ragged); all pieces of one word stay together (byte-level
+    BPE: each word as after a space, `word_splitting.word_pieces`)."""
+    return tf.RaggedTensor.from_row_splits(word_pieces(preprocessor, words.flat_values),
+                                           words.row_splits)
 
 
 def pack_words(preprocessor, word_pieces, word_labels=None):

@@ -38,13 +38,13 @@ from tfbert.export.task_model import export_task_model
 from tfbert.metrics import glue
 from tfbert.models.text_classifier import (WINDOW_POOLING, TextClassifier,
                                            classification_outputs, head_loss, head_metrics,
-                                           pooled_logits, regression_outputs, smallest_window,
-                                           text_windows)
+                                           pooled_logits, regression_outputs, text_windows)
 from tfbert.models.text_data import text_column
 from tfbert.tasks.text_task import TextTask
 from tfbert.tasks.multi_label import MultiLabelClassification
 from tfbert.text.packer import trim_to_bucket
-from tfbert.text.windows import WINDOW_MODES, pair_specials, window_batches
+from tfbert.text.windows import (WINDOW_MODES, check_doc_overlap, check_pair_length,
+                                 pair_specials, window_batches)
 
 Column = Optional[Union[str, int]]
 
@@ -152,7 +152,7 @@ class ClassificationTask(TextTask):
 
     def prepare(self, preprocessor):
         """Sets the preprocessor; without a label list, takes the training file's labels."""
-        self.check_overlap(preprocessor)
+        self.check_lengths(preprocessor)
         self.preprocessor = preprocessor
         if not self.regression and self.label_list is None:
             if not self.config.train_file:
@@ -166,18 +166,14 @@ class ClassificationTask(TextTask):
             raise ValueError(f"Classification needs at least 2 labels, got {self.label_list}.")
         return self
 
-    def check_overlap(self, preprocessor):
-        """Each window must move on: `doc_overlap` below the text wordpieces of
-        the smallest window (which `preprocessor`'s special tokens decide)."""
-        c = self.config
-        if not self.windowed or c.doc_overlap is None:
-            return
-        room = smallest_window(preprocessor, c.seq_length, self.pairs)
-        if c.doc_overlap >= room:
-            after = " after the first text" if self.pairs else ""
-            raise ValueError(f"ClassificationConfig.doc_overlap: {c.doc_overlap} must be < "
-                             f"{room}, the text wordpieces of a window{after} at "
-                             f"seq_length={c.seq_length}.")
+    def check_lengths(self, preprocessor):
+        """seq_length holds a pair's special tokens; windows move on (one line each)."""
+        if self.pairs:
+            check_pair_length(preprocessor, self.config.seq_length,
+                              key="ClassificationConfig.seq_length")
+        if self.windowed:
+            check_doc_overlap(self.config.doc_overlap, preprocessor, self.config.seq_length,
+                              self.pairs, key="ClassificationConfig.doc_overlap")
 
     def _texts(self, examples):
         texts = {"text": examples.text}

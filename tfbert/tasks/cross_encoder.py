@@ -52,6 +52,7 @@ from tfbert.layers.pooling import POOLING
 from tfbert.models.cross_encoder import (CrossEncoder, cross_encoder_outputs, pointwise_loss,
                                          pointwise_metrics)
 from tfbert.tasks.text_task import TextTask
+from tfbert.text.windows import check_pair_length
 
 CHECKPOINT_DIR = "cross_encoder"  # under model_dir: what from_pretrained(model_dir) loads
 
@@ -98,8 +99,9 @@ class CrossEncoderTask(TextTask):
 
     def prepare(self, preprocessor):
         """Sets the preprocessor; reads the training file's row shape and group size."""
-        self.preprocessor = preprocessor
         c = self.config
+        check_pair_length(preprocessor, c.seq_length, key="CrossEncoderConfig.seq_length")
+        self.preprocessor = preprocessor
         if c.train_file:
             rows = self.read(c.train_file)
             self.kind = rows.kind

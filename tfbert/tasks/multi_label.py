@@ -100,7 +100,7 @@ class MultiLabelClassification:
 
     def prepare(self, preprocessor):
         """Sets the preprocessor; without a label list, takes the training file's labels."""
-        self.check_overlap(preprocessor)
+        self.check_lengths(preprocessor)
         self.preprocessor = preprocessor
         if self.label_list is None:
             if not self.config.train_file:

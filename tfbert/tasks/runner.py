@@ -71,8 +71,7 @@ def build_encoder_and_preprocessor(init_checkpoint=None, encoder_config=None, vo
     """From a tfbert checkpoint dir (pretrained), or a config + vocab (random init)."""
     if init_checkpoint:
         ckpt = checkpoint.read_checkpoint(init_checkpoint)
-        encoder = BertEncoder(ckpt.config)
-        encoder.set_named_weights(ckpt.encoder_weights(), source=ckpt.weights_path)
+        encoder = BertEncoder.from_checkpoint(ckpt)
         preprocessor = BertPreprocessor.from_pretrained(init_checkpoint, seq_length=seq_length)
         return encoder, preprocessor
     if encoder_config is None or not vocab_file:

@@ -117,6 +117,47 @@ def pair_specials(preprocessor):
     return 2 + pair_separators(preprocessor)
 
 
+def check_pair_length(preprocessor, seq_length, key=None):
+    """A packed pair's special tokens fit: `seq_length` at least `pair_specials`
+    (3 for BERT, 4 for RoBERTa). One line otherwise, naming `key` (a config's
+    `Class.seq_length`) or the keyword argument, before any text is packed."""
+    need = pair_specials(preprocessor)
+    if seq_length < need:
+        what = f"{key}: {seq_length}" if key else f"seq_length={seq_length}"
+        layout = "<s> a </s></s> b </s>" if need == 4 else "[CLS] a [SEP] b [SEP]"
+        raise ValueError(f"{what} must be >= {need} for pairs, the special tokens of {layout}.")
+
+
+def first_text_length(preprocessor, seq_length):
+    """Wordpieces kept of a windowed pair's first text: half of what the
+    special tokens leave (3 for BERT's packing, 4 for RoBERTa's), as
+    transformers' `truncation=True` splits a pair of two long texts."""
+    return (seq_length - pair_specials(preprocessor)) // 2
+
+
+def smallest_window(preprocessor, seq_length, pairs):
+    """Wordpieces of text in the smallest window (pairs: after the longest kept first text)."""
+    if pairs:
+        return seq_length - pair_specials(preprocessor) - first_text_length(preprocessor,
+                                                                            seq_length)
+    return seq_length - 2
+
+
+def check_doc_overlap(doc_overlap, preprocessor, seq_length, pairs=False, key=None):
+    """Each window must move on: `doc_overlap` (None: unset) below the text
+    wordpieces of the smallest window, which `preprocessor`'s special tokens
+    decide. One line otherwise, naming `key` (a config's `Class.doc_overlap`)
+    or the keyword argument (`doc_overlap=N`)."""
+    if doc_overlap is None:
+        return
+    room = smallest_window(preprocessor, seq_length, pairs)
+    if doc_overlap >= room:
+        what = f"{key}: {doc_overlap}" if key else f"doc_overlap={doc_overlap}"
+        after = " after the first text" if pairs else ""
+        raise ValueError(f"{what} must be < {room}, the text wordpieces of a window{after} at "
+                         f"seq_length={seq_length}.")
+
+
 def pack_windows(preprocessor, pieces, seq_length, prefix=None, **window_args):
     """Windows of ragged wordpiece ids `pieces` `[batch, (pieces)]`, packed as
     `[CLS] window [SEP]`, or `[CLS] prefix [SEP] window [SEP]` (RoBERTa's

@@ -104,7 +104,7 @@ def kept_on_disk(build):
 
     @functools.wraps(build)
     def cached(*args):
-        name = "-".join([build.__name__, *map(str, args), _TABLES_KEY])
+        name = "-".join([build.__name__, *map(str, args), tables_key()])
         path = cache_path(f"char_tables/{name}.npz")
         try:
             with np.load(path) as arrays:
@@ -122,14 +122,14 @@ def kept_on_disk(build):
     return cached
 
 
-def _tables_key():
+@functools.lru_cache(maxsize=1)
+def tables_key():
+    """This Python's Unicode version and this module's source, hashed: read
+    when a table is first wanted, not when the module is imported."""
     with open(__file__, "rb") as f:
         source = f.read()
     what = f"{unicodedata.unidata_version} {sys.maxunicode} ".encode() + source
     return hashlib.sha256(what).hexdigest()[:16]
-
-
-_TABLES_KEY = _tables_key()
 
 
 IDENTITY = -2  # table row marker: output the codepoint itself

@@ -98,11 +98,14 @@ def export_openvino(saved_model_dir, output_dir, precision="fp32", calibration_t
     if precision == "int8":
         calibration = _calibration_rows(calibration_texts, text_inputs, calibration_size)
 
-    model = _joined_model(signatures[IDS_SIGNATURE], settings, outputs, task)
+    encoder = _convert(signatures[IDS_SIGNATURE], task)
+    # Joining rewires the encoder's parameters in place: int8 quantizes an
+    # unjoined copy rather than converting the SavedModel a second time.
+    fp32 = encoder.clone() if precision == "int8" else encoder
+    model = _joined_model(fp32, settings, outputs, task)
     _check_against_saved_model(model, serve_text, text_inputs, outputs, task)
     if precision == "int8":
-        model = _joined_model(signatures[IDS_SIGNATURE], settings, outputs, task,
-                              calibration=calibration)
+        model = _joined_model(encoder, settings, outputs, task, calibration=calibration)
 
     import openvino as ov
 
@@ -120,9 +123,10 @@ def export_openvino(saved_model_dir, output_dir, precision="fp32", calibration_t
     return output_dir
 
 
-def _joined_model(ids_signature, settings, outputs, task, calibration=None):
-    """Tokenizer model -> the converted `serving_ids` model, as one `ov.Model`
-    with string parameters named as the export's text inputs."""
+def _joined_model(encoder, settings, outputs, task, calibration=None):
+    """Tokenizer model -> `encoder` (the converted `serving_ids` model, changed
+    in place), as one `ov.Model` with string parameters named as the export's
+    text inputs."""
     import openvino as ov
 
     from tfbert.export.openvino_tokenizer import bpe_tokenizer_model, tokenizer_model
@@ -133,7 +137,6 @@ def _joined_model(ids_signature, settings, outputs, task, calibration=None):
     else:
         tokenizer = tokenizer_model(settings["vocab_file"], settings["lower_case"],
                                     settings["seq_length"], num_inputs=len(text_inputs))
-    encoder = _convert(ids_signature, task)
     if calibration is not None:
         encoder = _quantize(encoder, tokenizer, calibration)
     # The nodes feeding the tokenizer's results (not the results themselves).

@@ -28,6 +28,7 @@ WORDS = [["Open", "(", "the", ")", "file", ",", "(", "Reuters", ")", ",", "and",
          ["ok"]]
 LABELS = ["O", "B-X", "I-X"]
 LEARNING_RATE = 0.5  # large: the step must move the loss for "after" to mean something
+STEP_ATOL = 1e-5  # the losses agree to 2.4e-7 (float32 sums in another order)
 
 
 def without_dropout(checkpoint_dir, tmp_path):
@@ -44,7 +45,7 @@ def without_dropout(checkpoint_dir, tmp_path):
 def assert_same_step(what, model, x, y, torch_model, batch, labels):
     """The loss before and after one plain SGD step on one batch: tfbert's
     `fit(x, y)` (its compile() loss) equals transformers' on `batch`, `labels`
-    (dropout off: `eval()`), within 1e-4; the step moves it."""
+    (dropout off: `eval()`), within 1e-5; the step moves it by over 1e-3."""
     torch_model.eval()
     optimizer = torch.optim.SGD(torch_model.parameters(), lr=LEARNING_RATE)
     theirs = []
@@ -57,8 +58,11 @@ def assert_same_step(what, model, x, y, torch_model, batch, labels):
     model.compile(optimizer=keras.optimizers.SGD(LEARNING_RATE))
     ours = model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0).history["loss"]
     print(f"{what} loss, before/after one SGD step: tfbert {ours}, transformers {theirs}")
-    assert abs(theirs[1] - theirs[0]) > 0.01
-    np.testing.assert_allclose(ours, theirs, atol=1e-4)
+    # The step must move the loss far past the tolerance, or "after" would be
+    # "before" again. Far past, not by a fixed amount: with a fresh random head
+    # the step's size varies from run to run (0.005 to 0.2 seen).
+    assert abs(theirs[1] - theirs[0]) > 100 * STEP_ATOL
+    np.testing.assert_allclose(ours, theirs, atol=STEP_ATOL)
 
 
 def word_labels(reference):
@@ -92,11 +96,10 @@ def test_token_classifier_words_and_one_step_as_transformers(families, family, t
     transformers' `is_split_into_words` encoding (RoBERTa: `add_prefix_space`,
     every word a 'Ġ' piece; DistilBERT: '##'); raw strings split into the same
     words (byte offsets into the text), tokenized as those words; one SGD step
-    gives XForTokenClassification's loss before and after it, within 1e-4."""
+    gives XForTokenClassification's loss before and after it, within 1e-5."""
     from tfbert import TokenClassifier
 
     src, out, hf_class, keywords = families[family]
-    keras.utils.set_random_seed(0)  # the fresh head: the step's size must not be left to chance
     reference = transformers.AutoTokenizer.from_pretrained(str(src), **keywords)
     enc, tags, want = word_labels(reference)
     model = TokenClassifier.from_pretrained(without_dropout(out, tmp_path), label_list=LABELS,

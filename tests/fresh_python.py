@@ -173,10 +173,9 @@ def _parse(argv):
     return None  # an interactive interpreter
 
 
-def _server_socket(parsed):
+def _server_socket(parsed, path):
     """A connection to this worker's server, or None when the request needs a
     real interpreter (see the module doc)."""
-    path = os.environ.get(SOCKET_VARIABLE)
     if parsed is None or not path or not os.path.exists(path):
         return None
     with open(path + ".env") as f:
@@ -190,9 +189,9 @@ def _server_socket(parsed):
     return conn
 
 
-def shim(real_python, argv):
+def shim(real_python, socket_path, argv):
     parsed = _parse(argv)
-    conn = _server_socket(parsed)
+    conn = _server_socket(parsed, socket_path)
     if conn is None:
         os.execv(real_python, [real_python, *argv])
     mode, target, args, unbuffered = parsed
@@ -231,8 +230,12 @@ def start(run_dir):
     for name in ("python", "python3"):
         with open(os.path.join(bin_dir, name), "w") as f:
             # -S: the shim needs only the standard library, and starts in ~20 ms.
+            # The socket's path is written in, not read from the environment:
+            # tests pass environments copied when their module was imported,
+            # before this server existed.
             f.write(f"#!{sys.executable} -S\nimport sys\nsys.path.insert(0, {here!r})\n"
-                    f"import fresh_python\nfresh_python.shim({sys.executable!r}, sys.argv[1:])\n")
+                    f"import fresh_python\n"
+                    f"fresh_python.shim({sys.executable!r}, {socket_path!r}, sys.argv[1:])\n")
         os.chmod(os.path.join(bin_dir, name), 0o755)
     os.environ[SOCKET_VARIABLE] = socket_path
     os.environ[PYTHON_VARIABLE] = os.path.join(bin_dir, "python")

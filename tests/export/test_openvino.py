@@ -288,7 +288,7 @@ def test_fresh_process_loads_and_answers_a_rest_body(tiny, run_python):
 @pytest.mark.slow
 def test_tools_export_and_predict(tiny, tmp_path):
     saved, _ = tiny
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     ir = str(tmp_path / "sentiment" / "1")
     run = lambda *args: subprocess.run([python_command(), *args], capture_output=True, text=True,
                                        env=env, cwd=REPO, timeout=300)

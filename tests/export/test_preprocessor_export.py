@@ -79,7 +79,7 @@ print(json.dumps({{"single": out, "pairs": pairs, "tokens": tok.to_list(), "rank
                   "signatures": sorted(m.signatures)}}))
 """
     result = subprocess.run([python_command(), "-c", script], capture_output=True, text=True,
-                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), cwd=str(tmp_path))
+                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), cwd=str(tmp_path))
     assert result.returncode == 0, result.stderr[-3000:]
     got = json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -128,7 +128,7 @@ def test_export_tool_and_check(exported, uncased_vocab_file, tmp_path):
     ckpt.mkdir()
     (ckpt / "vocab.txt").write_bytes(open(uncased_vocab_file, "rb").read())
     (ckpt / "config.json").write_text(json.dumps({"format": "tfbert-checkpoint", "lower_case": True}))
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     out_dir = tmp_path / "out"
     run = lambda *args: subprocess.run([python_command(), os.path.join(REPO, "tools", "export.py"), *args],
                                        capture_output=True, text=True, env=env)
@@ -306,7 +306,7 @@ def test_export_tool_on_a_full_filesystem(exported, uncased_vocab_file, small_fi
     result = subprocess.run(
         [python_command(), os.path.join(REPO, "tools", "export.py"), f"--checkpoint_dir={ckpt}",
          "--kind=preprocessor", f"--output_dir={out_dir}", "--seq_length=24"],
-        capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+        capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     assert result.returncode == 1, result.stderr[-3000:]
     errors = [l for l in result.stderr.splitlines() if l.startswith("export: ")]
     assert "Traceback" not in result.stderr and len(errors) == 1, result.stderr[-3000:]

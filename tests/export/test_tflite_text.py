@@ -171,7 +171,7 @@ def test_export_tool_tflite_text_flags_need_tflite_text_input(tmp_path, flag, me
         [python_command(), str(HERE.parent.parent / "tools" / "export.py"),
          f"--checkpoint_dir={tmp_path}", "--kind=encoder", "--format=saved_model",
          f"--output_dir={tmp_path / 'out'}", flag],
-        capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+        capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
     assert result.stderr.strip().splitlines()[-1] == f"export: error: {message}"
     assert not (tmp_path / "out").exists()

@@ -12,7 +12,7 @@ import pytest
 from fresh_python import python_command
 
 ROOT = pathlib.Path(__file__).parents[2]
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
 def case(tmp, name):

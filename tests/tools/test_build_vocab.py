@@ -19,7 +19,7 @@ def test_build_vocab_tool(tmp_path):
     result = subprocess.run(
         [python_command(), os.path.join(REPO, "tools", "build_vocab.py"), f"--config={config}",
          f"--output_file={out}", "--set", "lower_case=true"],
-        capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+        capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
     )
     assert result.returncode == 0, result.stderr[-2000:]
     vocab = load_vocab(str(out))
@@ -28,6 +28,6 @@ def test_build_vocab_tool(tmp_path):
     bad = subprocess.run(
         [python_command(), os.path.join(REPO, "tools", "build_vocab.py"),
          f"--input_files={tmp_path / 'missing*.txt'}", f"--output_file={out}"],
-        capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+        capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
     )
     assert bad.returncode == 1 and "no file matches" in bad.stderr

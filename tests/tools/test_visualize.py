@@ -4,6 +4,7 @@ line and exit code 1. (The drawing, attention maps too: tests/test_visualize.py.
 
 import os
 import subprocess
+import sys
 
 import pytest
 from fresh_python import python_command
@@ -12,8 +13,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
-def tool(name, *args):
-    return subprocess.run([python_command(), os.path.join(ROOT, "tools", name), *args],
+def tool(name, *args, python=None):
+    return subprocess.run([python or python_command(), os.path.join(ROOT, "tools", name), *args],
                           capture_output=True, text=True, cwd=ROOT, env=ENV, timeout=600)
 
 
@@ -47,7 +48,9 @@ def test_missing_inputs_are_one_line_errors(tmp_path):
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines()[-1].startswith("visualize: error: No training log:")
     assert "Traceback" not in proc.stderr
+    # A real interpreter: the whole of stderr is compared, and a child of the
+    # fresh-Python server (TensorFlow imported) adds TensorFlow's own cuInit line.
     proc = tool("visualize.py", "--kind=attention", f"--checkpoint_dir={tmp_path}",
-                f"--output={tmp_path / 'x.png'}")
+                f"--output={tmp_path / 'x.png'}", python=sys.executable)
     assert (proc.returncode, proc.stderr) == (
         1, "visualize: error: --kind=attention needs --checkpoint_dir and --text.\n")

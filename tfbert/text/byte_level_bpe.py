@@ -41,8 +41,10 @@ MARK = "\x00"
 # GPT-2's \s+(?!\S): a white-space run before a non-space loses its last char
 # to the next piece; marked here, since RE2 has no lookahead.
 LAST_SPACE = rf"([{WHITE_SPACE}]+)([{WHITE_SPACE}])([^{WHITE_SPACE}{MARK}])"
-PIECE = (rf"('s|'t|'re|'ve|'m|'ll|'d| ?\p{{L}}+| ?\p{{N}}+|"
-         rf" ?[^{WHITE_SPACE}\p{{L}}\p{{N}}{MARK}]+|[{WHITE_SPACE}]+)")
+# Rewritten with \0, not a group: RE2 then finds each match with its DFA alone
+# (a group costs a submatch search per piece, ~8x the time of this regex).
+PIECE = (rf"'s|'t|'re|'ve|'m|'ll|'d| ?\p{{L}}+| ?\p{{N}}+|"
+         rf" ?[^{WHITE_SPACE}\p{{L}}\p{{N}}{MARK}]+|[{WHITE_SPACE}]+")
 NO_RANK = 2**31 - 1
 # White space at either end of a special piece: lstrip / rstrip took it. Byte-
 # level symbols never hold raw white space, so this strips special pieces only.
@@ -188,7 +190,7 @@ class ByteLevelBPETokenizer(tf.Module):
         escaped = tf.strings.regex_replace(escaped, "\x00", "\x01\x01")
         if not self.special_pattern:
             marked = tf.strings.regex_replace(escaped, LAST_SPACE, rf"\1{MARK}\2\3")
-            marked = tf.strings.regex_replace(marked, PIECE, rf"{MARK}\1")
+            marked = tf.strings.regex_replace(marked, PIECE, rf"{MARK}\0")
         else:
             # Each special token (as transformers' added-token split finds it)
             # goes between two MARKs; the piece rules then take it whole (their
@@ -197,7 +199,7 @@ class ByteLevelBPETokenizer(tf.Module):
             whole = f"{MARK}(?:{self.special_pattern}){MARK}"
             marked = tf.strings.regex_replace(marked, f"({whole})|{LAST_SPACE}",
                                               rf"\1\2{MARK}\3\4")
-            marked = tf.strings.regex_replace(marked, f"({whole}|{PIECE[1:]}", rf"{MARK}\1")
+            marked = tf.strings.regex_replace(marked, f"{whole}|{PIECE}", rf"{MARK}\0")
         pieces = tf.strings.split(marked, sep=MARK)
         pieces = tf.ragged.boolean_mask(pieces, tf.strings.length(pieces) > 0)
         if self.special_pattern:

@@ -73,6 +73,14 @@ def test_broken_directories(tmp_path, vocab_file, tiny_encoder):
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="config.json is missing"):
         checkpoint.read_checkpoint(str(tmp_path / "empty"))
+    (tmp_path / "afile").write_text("x")  # a file given as the directory
+    with pytest.raises(ValueError, match="afile is a file, not a tfbert checkpoint directory"):
+        checkpoint.read_checkpoint(str(tmp_path / "afile"))
+    with pytest.raises(TypeError, match=r"checkpoint directory must be a path \(a string\)"):
+        checkpoint.read_checkpoint(None)
+    (tmp_path / "empty" / "config.json").write_bytes(b'{"format": "\xff')  # cut, not UTF-8
+    with pytest.raises(ValueError, match=r"config\.json: not UTF-8 text"):
+        checkpoint.read_checkpoint(str(tmp_path / "empty"))
     out = str(tmp_path / "ckpt")
     checkpoint.save_checkpoint(out, tiny_encoder.config, tiny_encoder.get_named_weights(),
                                vocab_file, True)

@@ -314,16 +314,15 @@ def save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
 
 def read_meta(path):
     """`(config.json path, its dict)` of a checkpoint directory; errors name the file."""
+    path = config_loader.check_path(path, "checkpoint directory")
+    if os.path.isfile(path):
+        raise ValueError(f"{path} is a file, not a tfbert checkpoint directory.")
     if not os.path.isdir(path):
         raise FileNotFoundError(f"tfbert checkpoint directory not found: {path} (no {CONFIG_FILE})")
     config_path = os.path.join(path, CONFIG_FILE)
     if not os.path.isfile(config_path):
         raise FileNotFoundError(f"Not a tfbert checkpoint: {config_path} is missing.")
-    try:
-        with open(config_path, encoding="utf-8") as f:
-            meta = json.load(f)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{config_path}: not valid JSON: {e}") from None
+    meta = config_loader.read_json(config_path, "checkpoint config")
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         # E.g. a Hugging Face directory: its lower-casing would be guessed.
         raise ValueError(f"{config_path}: not a tfbert checkpoint config (no format={FORMAT!r}); "

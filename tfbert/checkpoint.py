@@ -333,6 +333,9 @@ def read_meta(path):
 def read_checkpoint(path):
     """Reads and validates a checkpoint directory; errors name the bad file."""
     config_path, meta = read_meta(path)
+    if not isinstance(meta.get("encoder"), dict):
+        raise ValueError(f"{config_path}: no 'encoder' section (the BertConfig as a JSON object), "
+                         f"got {meta.get('encoder')!r:.60}.")
     config = BertConfig.from_dict(meta.get("encoder"), source=config_path)
     for name in (WEIGHTS_FILE, VOCAB_FILE):
         if not os.path.isfile(os.path.join(path, name)):
@@ -342,6 +345,9 @@ def read_checkpoint(path):
         weights = safetensors.numpy.load_file(weights_path)
     except Exception as e:  # safetensors raises its own error types
         raise ValueError(f"{weights_path}: cannot read safetensors file: {e}") from None
+    if not any(name.startswith("encoder/") for name in weights):
+        raise ValueError(f"{weights_path}: no encoder weights ('encoder/...'); it holds "
+                         f"{sorted(weights)[:5]}.")
     tokenizer = meta.get("tokenizer", "wordpiece")
     if tokenizer not in TOKENIZERS:
         raise ValueError(f"{config_path}: tokenizer {tokenizer!r} is not one of {TOKENIZERS}.")

@@ -519,6 +519,18 @@ def check_dir_to_write(value, name):
     return path
 
 
+def check_file_to_write(value, name, suffix):
+    """`value` as the path of a file to write, ending in `suffix`, or one line
+    naming `name`: not a path, a directory, another extension (Keras' own
+    message for that names `model.export`, not the path)."""
+    path = check_path(value, name)
+    if os.path.isdir(path):
+        raise ValueError(f"{name}: {path} is a directory; name a {suffix} file to write.")
+    if not path.endswith(suffix):
+        raise ValueError(f"{name}: {path} does not end in {suffix}; name a {suffix} file to write.")
+    return path
+
+
 def read_json(path, name):
     """Parses the JSON file `path` (the argument or file `name`): a missing
     file, a directory, bytes that are not UTF-8 and a syntax error are one

@@ -3,6 +3,7 @@ import os
 
 import numpy as np
 import pytest
+import safetensors.numpy
 
 from tfbert import BertConfig, BertEncoder, checkpoint
 
@@ -73,6 +74,14 @@ def test_broken_directories(tmp_path, vocab_file, tiny_encoder):
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="config.json is missing"):
         checkpoint.read_checkpoint(str(tmp_path / "empty"))
+    (tmp_path / "afile").write_text("x")  # a file given as the directory
+    with pytest.raises(ValueError, match="afile is a file, not a tfbert checkpoint directory"):
+        checkpoint.read_checkpoint(str(tmp_path / "afile"))
+    with pytest.raises(TypeError, match=r"checkpoint directory must be a path \(a string\)"):
+        checkpoint.read_checkpoint(None)
+    (tmp_path / "empty" / "config.json").write_bytes(b'{"format": "\xff')  # cut, not UTF-8
+    with pytest.raises(ValueError, match=r"config\.json: not UTF-8 text"):
+        checkpoint.read_checkpoint(str(tmp_path / "empty"))
     out = str(tmp_path / "ckpt")
     checkpoint.save_checkpoint(out, tiny_encoder.config, tiny_encoder.get_named_weights(),
                                vocab_file, True)
@@ -81,6 +90,15 @@ def test_broken_directories(tmp_path, vocab_file, tiny_encoder):
     open(weights, "wb").write(data[: len(data) // 2])
     with pytest.raises(ValueError, match="model.safetensors: cannot read safetensors"):
         checkpoint.read_checkpoint(out)
+    safetensors.numpy.save_file({"mlm/bias": np.zeros(3, np.float32)}, weights)
+    with pytest.raises(ValueError, match=r"model\.safetensors: no encoder weights"):
+        checkpoint.read_checkpoint(out)
+    config_path = os.path.join(out, "config.json")
+    meta = json.load(open(config_path))
+    json.dump({**meta, "encoder": None}, open(config_path, "w"))
+    with pytest.raises(ValueError, match=r"config\.json: no 'encoder' section"):
+        checkpoint.read_checkpoint(out)
+    json.dump(meta, open(config_path, "w"))
     os.remove(os.path.join(out, "vocab.txt"))
     with pytest.raises(FileNotFoundError, match="has no vocab.txt"):
         checkpoint.read_checkpoint(out)

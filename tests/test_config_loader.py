@@ -309,6 +309,22 @@ def test_path_checkers_name_the_argument(tmp_path, raises_one_line_from_tfbert):
           r"^step must be in \(0, 1\] \(a finite number\), got 0\.0\.$")
 
 
+def test_json_files_are_one_line_naming_the_file(tmp_path, raises_one_line_from_tfbert):
+    check = raises_one_line_from_tfbert
+    for name, data in (("cut.json", b'{"a": '), ("latin1.json", b'{"a": "\xe9"}'),
+                       ("list.json", b"[1]"), ("ok.json", b'{"a": 1}')):
+        (tmp_path / name).write_bytes(data)
+    assert config_loader.read_json_object(tmp_path / "ok.json", "--c") == {"a": 1}
+    check("truncated", lambda: config_loader.read_json(tmp_path / "cut.json", "--c"),
+          r"cut\.json: not valid JSON: Expecting value")
+    check("not UTF-8", lambda: config_loader.read_json(tmp_path / "latin1.json", "--c"),
+          r"latin1\.json: not UTF-8 text \(invalid continuation byte at byte 7\)\.$")
+    check("not an object", lambda: config_loader.read_json_object(tmp_path / "list.json", "--c"),
+          r"list\.json: expected a JSON object, got list\.$")
+    check("missing", lambda: config_loader.read_json(tmp_path / "no.json", "--c"),
+          r"^--c: no such file: ")
+
+
 def test_text_lines_name_the_line_that_is_not_utf8(tmp_path, raises_one_line_from_tfbert):
     path = tmp_path / "t.txt"
     path.write_bytes(b"\xef\xbb\xbfone\ntwo \xff\n")  # a byte-order mark, then a bad byte

@@ -314,16 +314,15 @@ def save_checkpoint(out_dir, config, encoder_weights, vocab_file, lower_case,
 
 def read_meta(path):
     """`(config.json path, its dict)` of a checkpoint directory; errors name the file."""
+    path = config_loader.check_path(path, "checkpoint directory")
+    if os.path.isfile(path):
+        raise ValueError(f"{path} is a file, not a tfbert checkpoint directory.")
     if not os.path.isdir(path):
         raise FileNotFoundError(f"tfbert checkpoint directory not found: {path} (no {CONFIG_FILE})")
     config_path = os.path.join(path, CONFIG_FILE)
     if not os.path.isfile(config_path):
         raise FileNotFoundError(f"Not a tfbert checkpoint: {config_path} is missing.")
-    try:
-        with open(config_path, encoding="utf-8") as f:
-            meta = json.load(f)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{config_path}: not valid JSON: {e}") from None
+    meta = config_loader.read_json(config_path, "checkpoint config")
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         # E.g. a Hugging Face directory: its lower-casing would be guessed.
         raise ValueError(f"{config_path}: not a tfbert checkpoint config (no format={FORMAT!r}); "
@@ -334,6 +333,9 @@ def read_meta(path):
 def read_checkpoint(path):
     """Reads and validates a checkpoint directory; errors name the bad file."""
     config_path, meta = read_meta(path)
+    if not isinstance(meta.get("encoder"), dict):
+        raise ValueError(f"{config_path}: no 'encoder' section (the BertConfig as a JSON object), "
+                         f"got {meta.get('encoder')!r:.60}.")
     config = BertConfig.from_dict(meta.get("encoder"), source=config_path)
     for name in (WEIGHTS_FILE, VOCAB_FILE):
         if not os.path.isfile(os.path.join(path, name)):
@@ -343,6 +345,9 @@ def read_checkpoint(path):
         weights = safetensors.numpy.load_file(weights_path)
     except Exception as e:  # safetensors raises its own error types
         raise ValueError(f"{weights_path}: cannot read safetensors file: {e}") from None
+    if not any(name.startswith("encoder/") for name in weights):
+        raise ValueError(f"{weights_path}: no encoder weights ('encoder/...'); it holds "
+                         f"{sorted(weights)[:5]}.")
     tokenizer = meta.get("tokenizer", "wordpiece")
     if tokenizer not in TOKENIZERS:
         raise ValueError(f"{config_path}: tokenizer {tokenizer!r} is not one of {TOKENIZERS}.")

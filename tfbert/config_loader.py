@@ -33,6 +33,7 @@ ValueError: Train.epochs: must be >= 1, got 0.
 
 import dataclasses
 import functools
+import json
 import math
 import numbers
 import os
@@ -516,6 +517,41 @@ def check_dir_to_write(value, name):
     if os.path.lexists(path) and not os.path.isdir(path):
         raise ValueError(f"{name}: {path} is a file, not a directory: name a directory to write.")
     return path
+
+
+def check_file_to_write(value, name, suffix):
+    """`value` as the path of a file to write, ending in `suffix`, or one line
+    naming `name`: not a path, a directory, another extension (Keras' own
+    message for that names `model.export`, not the path)."""
+    path = check_path(value, name)
+    if os.path.isdir(path):
+        raise ValueError(f"{name}: {path} is a directory; name a {suffix} file to write.")
+    if not path.endswith(suffix):
+        raise ValueError(f"{name}: {path} does not end in {suffix}; name a {suffix} file to write.")
+    return path
+
+
+def read_json(path, name):
+    """Parses the JSON file `path` (the argument or file `name`): a missing
+    file, a directory, bytes that are not UTF-8 and a syntax error are one
+    line naming the file."""
+    path = check_file(path, name)
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}).") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON: {e}") from None
+
+
+def read_json_object(path, name):
+    """`read_json` of a file that must hold a JSON object (a config, a
+    tokenizer file): anything else is one line naming the file."""
+    value = read_json(path, name)
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: expected a JSON object, got {type(value).__name__}.")
+    return value
 
 
 def text_lines(path):

@@ -114,7 +114,7 @@ def main(argv):
             export_openvino_from_flags()
             return
         export(config_from_flags())
-    except (ValueError, FileNotFoundError, NotImplementedError, ImportError) as e:
+    except (ValueError, FileNotFoundError, TypeError, NotImplementedError, ImportError) as e:
         print(f"export: error: {e}", file=sys.stderr)
         sys.exit(1)
 

@@ -41,6 +41,8 @@ def test_multiword_tokens_and_empty_nodes_are_skipped(tmp_path):
     (ROW.format(i=1, w="a", h=0) + ROW.format(i=3, w="b", h=1), r"line 2: token ID '3' out"),
     (ROW.format(i=1, w="a", h=0) + ROW.format(i=2, w="b", h=7),
      r"x\.conllu, line 2: HEAD '7' points outside its sentence of 2 words"),
+    (ROW.format(i=1, w="a", h=0) + ROW.format(i=2, w="b", h="x"),
+     r"x\.conllu, line 2: HEAD 'x' is not a word number"),
 ])
 def test_malformed_files_are_one_line(tmp_path, raises_one_line_from_tfbert, text, pattern):
     path = write(tmp_path, "# comment\n" + text)

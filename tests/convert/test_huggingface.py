@@ -289,6 +289,11 @@ def test_missing_files(hf_pretraining_dir, tmp_path):
     with pytest.raises(FileNotFoundError, match="No vocab.txt.*no WordPiece vocabulary"):
         from_huggingface(src, tmp_path / "out")
     os.remove(src / "tokenizer.json")
+    # A RoBERTa directory whose config.json lost its model_type reads as BERT: say so.
+    (src / "vocab.json").write_text(json.dumps({"<s>": 0}))
+    with pytest.raises(FileNotFoundError, match="BPE vocab.json.*check config.json's model_type"):
+        from_huggingface(src, tmp_path / "out")
+    os.remove(src / "vocab.json")
     write_vocab(src / "vocab.txt", VOCAB + 3)
     with pytest.raises(ValueError, match="63 tokens.*60 word embedding rows"):
         from_huggingface(src, tmp_path / "out")

@@ -346,6 +346,26 @@ def test_loading_a_truncated_or_foreign_bin_is_one_line(tiny, tmp_path):
         OpenVINOModel(copy)
 
 
+def test_a_directory_that_is_no_export_is_one_line(tmp_path):
+    """Checked before OpenVINO reads anything (no export needed)."""
+    with pytest.raises(TypeError, match=r"^OpenVINO export directory must be a path \(a string\), "
+                                        r"got None\.$"):
+        OpenVINOModel(None)
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(ValueError, match=r"afile is a file, not an OpenVINO export directory\.$"):
+        OpenVINOModel(tmp_path / "afile")
+    meta = tmp_path / "tfbert_openvino.json"
+    for text, match in (('{"format": "tfbert-openvino-1", "fi', r"not valid JSON: "),
+                        ("[1]", r"expected a JSON object, got list"),
+                        ('{"format": "tfbert-openvino-1"}', r"is not a tfbert-openvino-1 metadata"),
+                        ('{"format": "tfbert-openvino-1", "files": {"model.bin": 3}}',
+                         r"is not a tfbert-openvino-1 metadata")):
+        meta.write_text(text)
+        with pytest.raises(ValueError, match=match) as info:
+            OpenVINOModel(tmp_path)
+        assert "\n" not in str(info.value)
+
+
 def test_export_refusals_are_one_line(tiny, uncased_vocab_file, tmp_path):
     saved, _ = tiny
     with pytest.raises(ValueError, match="precision must be one of"):

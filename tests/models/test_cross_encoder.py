@@ -324,7 +324,7 @@ TWO = [("open a file", "Open the file."), ("sort a list", "Sort the list.")]
     ("windows", lambda m: tiny_cross_encoder(long_text="windows"),
      r"CrossEncoder reads a pair as one window"),
     ("labels of another count", lambda m: m.fit(TWO, [1]), r"y has 1 labels for 2 pairs"),
-    ("no labels", lambda m: m.fit(TWO, None), r"fit needs y: one label per pair"),
+    ("no labels", lambda m: m.fit(TWO, None), r"fit and evaluate need y: one label per pair"),
     ("a label not a number", lambda m: m.fit(TWO, [1, "yes"]), r"y\[1\] is 'yes': labels are"),
     ("a label None", lambda m: m.fit(TWO, [1, None]), r"y\[1\] is None"),
     ("a label out of range", lambda m: m.fit(TWO, [1, 3]), r"y\[1\] is 3: labels are "

@@ -343,7 +343,8 @@ BAD_INPUTS = [
      r"y\[0\] has 2 texts but 1 answer_starts"),
     ("start type", lambda m: m.fit((["a?"], [C0]), [{"text": "Return", "answer_start": "0"}]),
      r"y\[0\]\['answer_start'\] holds '0', not a character offset"),
-    ("no y", lambda m: m.fit((["a?"], [C0]), None), r"fit needs y: one answer per question"),
+    ("no y", lambda m: m.fit((["a?"], [C0]), None),
+     r"fit and evaluate need y: one answer per question"),
     ("empty", lambda m: m.fit(([], []), []), r"x\[0\] \(questions\) is empty"),
     ("empty predict", lambda m: m.predict(([], [])), r"x\[0\] \(questions\) is empty"),
     ("dataset without answers", lambda m: m.fit(tf.data.Dataset.from_tensor_slices(

@@ -94,6 +94,8 @@ def test_bad_settings(model):
         SentenceEncoder(model.encoder, pooling="sum")
     with pytest.raises(ValueError, match="needs a preprocessor"):
         SentenceEncoder(model.encoder).encode(["x"])
+    with pytest.raises(ValueError, match=r"save: m\.h5 does not end in \.keras"):
+        model.save("m.h5")  # Keras' own message names model.export, not the path
 
 
 def test_long_text_windows_pool_by_wordpieces(model):

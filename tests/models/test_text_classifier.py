@@ -269,7 +269,7 @@ print(json.dumps({{"replicas": strategy.num_replicas_in_sync,
                                                        r"pair as \(\[text\], \[text_b\]\)"),
     (lambda m: m.fit(["a", "b"], [0, -1]), r"y\[1\] is -1"),
     (lambda m: m.fit(["a", "b"], [0]), r"y has 1 rows for 2 texts"),
-    (lambda m: m.fit(["a", "b"], None), r"fit needs y"),
+    (lambda m: m.fit(["a", "b"], None), r"fit and evaluate need y"),
     (lambda m: m.fit(["a", "b"], ["good", "bad"]), r"labels \['bad', 'good'\] are not in "
                                                    r"label_list \['0', '1'\]"),
     (lambda m: m.fit(["a", "b"], [0.5, 1.0]), r"y holds fractions"),
@@ -284,6 +284,10 @@ print(json.dumps({{"replicas": strategy.num_replicas_in_sync,
     (lambda m: m("a text"), r"TextClassifier takes the dict of the three int32 id tensors"),
     (lambda m: m.predict({"text": ["a"]}), r"x is a dict \(text\)"),
     (lambda m: m.export("unused"), r"has not read any text yet"),
+    (lambda m: m.evaluate(["a"], None), r"fit and evaluate need y: one label per text"),
+    (lambda m: m.save(None), r"^save must be a path \(a string\), got None\.$"),
+    (lambda m: m.save("m.h5"), r"^save: m\.h5 does not end in \.keras; name a \.keras file"),
+    (lambda m: m.save("."), r"^save: \. is a directory; name a \.keras file to write\.$"),
 ])
 def test_bad_input_is_one_line(call, match):
     model = tiny()

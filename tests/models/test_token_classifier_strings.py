@@ -253,7 +253,7 @@ BAD_INPUTS = [
      r"y\[1\]\[0\] is 7: tag ids must be in \[0, 7\)"),
     ("negative id", lambda m: m.fit([["a", "b"]], [[0, -1]]), r"y\[0\]\[1\] is -1"),
     ("rows", lambda m: m.fit([["a"], ["b"]], [["O"]]), r"y has 1 rows for 2 texts"),
-    ("no y", lambda m: m.fit([["a"]], None), r"fit needs y"),
+    ("no y", lambda m: m.fit([["a"]], None), r"fit and evaluate need y"),
     ("flat y", lambda m: m.fit([["a"]], ["O"]), r"y\[0\] is str \('O'\): give one list"),
     ("empty", lambda m: m.fit([], []), r"x is empty"),
     ("empty predict", lambda m: m.predict([]), r"x is empty"),

@@ -57,6 +57,11 @@ def test_prunes_a_finetune_run_and_exports(tmp_path, raises_one_line_from_tfbert
     raises_one_line_from_tfbert(
         "not a run", lambda: prune_run(str(tmp_path), 0.2, str(tmp_path / "x")),
         "finetune_config.json not found: --model_dir must be a tools/finetune.py run")
+    (tmp_path / "cut").mkdir()  # a run whose finetune_config.json was cut short
+    (tmp_path / "cut" / "finetune_config.json").write_text('{"task_name": "classif')
+    raises_one_line_from_tfbert(
+        "truncated run config", lambda: prune_run(str(tmp_path / "cut"), 0.2, str(tmp_path / "x")),
+        r"cut/finetune_config\.json: not valid JSON: ")
     raises_one_line_from_tfbert(
         "epochs", lambda: prune_run(run, 0.2, str(tmp_path / "x"), epochs=-1),
         r"epochs must be >= 0 \(an integer\), got -1")

@@ -99,7 +99,10 @@ def _sentence(rows, path):
         if head == "_":
             heads.append(None)  # no syntax in this file: only the structural probe needs it
             continue
-        if not head.isdigit() or int(head) > len(rows):
+        if not head.isdigit():
+            raise ValueError(f"{path}, line {n}: HEAD {head!r} is not a word number (0 for the "
+                             "root, or '_').")
+        if int(head) > len(rows):
             raise ValueError(f"{path}, line {n}: HEAD {head!r} points outside its sentence of "
                              f"{len(rows)} words.")
         heads.append(int(head))

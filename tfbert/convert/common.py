@@ -10,7 +10,6 @@ weights are collected and reported in one error before any tensor is read.
 """
 
 import collections
-import json
 import os
 
 import numpy as np
@@ -436,22 +435,10 @@ def check_vocab(vocab_file, vocab_size):
 
 
 def read_json(path, what="JSON file"):
-    """Parses a JSON file; a missing file, a directory, bytes that are not
-    UTF-8 and a syntax error are one line naming the file."""
-    require_file(path, what)
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}).") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not valid JSON: {e}") from None
+    """`config_loader.read_json` with the converters' "<what> not found" wording."""
+    return config_loader.read_json(require_file(path, what), what)
 
 
 def read_json_object(path, what="JSON file"):
-    """`read_json` of a file that must hold a JSON object (a config, a
-    tokenizer file): anything else is one line naming the file."""
-    value = read_json(path, what)
-    if not isinstance(value, dict):
-        raise ValueError(f"{path}: expected a JSON object, got {type(value).__name__}.")
-    return value
+    """`config_loader.read_json_object` with the converters' "not found" wording."""
+    return config_loader.read_json_object(require_file(path, what), what)

@@ -259,6 +259,11 @@ def _vocab_file(src_dir, tmp_dir):
             raise FileNotFoundError(f"No vocab.txt in {src_dir}: it has a SentencePiece "
                                     "spiece.model, which tfbert does not tokenize with; put a "
                                     "WordPiece vocab.txt (one token per embedding row) beside it.")
+        if not os.path.isfile(vocab_file) and os.path.isfile(os.path.join(src_dir, "vocab.json")):
+            # A RoBERTa directory whose config.json lost its model_type reads as BERT.
+            raise FileNotFoundError(f"No vocab.txt in {src_dir}: it has a byte-level BPE "
+                                    "vocab.json, which only model_type 'roberta' reads; check "
+                                    "config.json's model_type.")
         return common.require_file(vocab_file, "Vocabulary file (vocab.txt)")
     model = common.read_json_object(json_path).get("model") or {}
     vocab = model.get("vocab")

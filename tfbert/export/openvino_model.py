@@ -13,10 +13,11 @@ OpenVINO would otherwise run bf16 by default).
 """
 
 import hashlib
-import json
 import os
 
 import numpy as np
+
+from tfbert import config_loader
 
 METADATA_FILE = "tfbert_openvino.json"
 FORMAT = "tfbert-openvino-1"
@@ -52,7 +53,7 @@ class OpenVINOModel:
 
     def __init__(self, path, precision=None, device="CPU"):
         require_openvino()
-        self.path = os.fspath(path)
+        self.path = config_loader.check_path(path, "OpenVINO export directory")
         self.metadata = read_metadata(self.path)
         self.precision = precision or self.metadata["precision"]
         if self.precision not in PRECISION_HINTS:
@@ -181,19 +182,19 @@ def read_metadata(path):
     """The export's `tfbert_openvino.json`, after checking that `model.xml`
     and `model.bin` are the files it describes; one-line errors otherwise."""
     meta_path = os.path.join(path, METADATA_FILE)
+    if os.path.isfile(path):
+        raise ValueError(f"{path} is a file, not an OpenVINO export directory.")
     if not os.path.isdir(path):
         raise FileNotFoundError(f"OpenVINO export directory not found: {path}")
     if not os.path.isfile(meta_path):
         raise ValueError(f"{path} is not a tfbert OpenVINO export (no {METADATA_FILE}; write "
                          "one with tools/export.py --format=openvino).")
-    try:
-        with open(meta_path, encoding="utf-8") as f:
-            metadata = json.load(f)
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{meta_path}: unreadable ({e}).") from None
-    if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
+    metadata = config_loader.read_json_object(meta_path, METADATA_FILE)
+    files = metadata.get("files")
+    if metadata.get("format") != FORMAT or not isinstance(files, dict) or not all(
+            isinstance(info, dict) and {"bytes", "sha256"} <= set(info) for info in files.values()):
         raise ValueError(f"{meta_path} is not a {FORMAT} metadata file.")
-    for name, info in metadata["files"].items():
+    for name, info in files.items():
         file_path = os.path.join(path, name)
         if not os.path.isfile(file_path):
             raise ValueError(f"{path}: {name} is missing.")

@@ -220,7 +220,7 @@ class CrossEncoder(TextClassifier):
     def targets(self, y, n):
         """`y` as float32 `[n, 1]`: one relevance in [0, 1] per pair, checked."""
         if y is None:
-            raise ValueError(f"fit needs y: one label per pair; {LABELS_HINT}.")
+            raise ValueError(f"fit and evaluate need y: one label per pair; {LABELS_HINT}.")
         if hasattr(y, "to_numpy"):
             y = y.to_numpy()
         elif hasattr(y, "numpy"):

@@ -239,7 +239,7 @@ class QuestionAnswerer(StringsModel, BertSpanLabeler):
         none), NumPy `[n]`, checked against the contexts."""
         n = len(contexts)
         if y is None:
-            raise ValueError(f"fit needs y: one answer per question, {ANSWER_FORM}.")
+            raise ValueError(f"fit and evaluate need y: one answer per question, {ANSWER_FORM}.")
         if hasattr(y, "to_numpy"):  # a pandas Series of answer dicts
             y = y.to_numpy()
         if isinstance(y, dict):

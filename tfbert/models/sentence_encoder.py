@@ -11,7 +11,7 @@ from keras import ops
 
 from tfbert import checkpoint
 from tfbert.checkpoint import DENSE_ACTIVATIONS, SentenceSettings
-from tfbert.config_loader import check_int
+from tfbert.config_loader import check_file_to_write, check_int
 from tfbert.data.batching import epoch_batches
 from tfbert.data.batching import steps_per_epoch as steps_per_epoch_of
 from tfbert.encoder import INPUT_NAMES, BertEncoder
@@ -392,6 +392,10 @@ class SentenceEncoder(keras.Model):
             pooling=self.pooling, dense_units=self.dense_units,
             dense_activation=self.dense_activation, normalize=self.normalize,
             seq_length=self.preprocessor.seq_length if self.preprocessor else None)
+
+    def save(self, filepath, *args, **kwargs):
+        """Keras' `save`, its path checked first (`tfbert.load_model` reads it back)."""
+        return super().save(check_file_to_write(filepath, "save", ".keras"), *args, **kwargs)
 
     def save_pretrained(self, out_dir, source="tfbert.SentenceEncoder"):
         """Writes a tfbert checkpoint directory that `from_pretrained` reloads."""

@@ -27,7 +27,7 @@ import tensorflow as tf
 
 from tfbert import checkpoint
 from tfbert.config import BertConfig
-from tfbert.config_loader import check_int
+from tfbert.config_loader import check_file_to_write, check_int
 from tfbert.data.batching import count_batches
 from tfbert.data.batching import steps_per_epoch as steps_per_epoch_of
 from tfbert.encoder import BertEncoder
@@ -93,6 +93,10 @@ class StringsModel:
     def settings(self):
         """The checkpoint section `save_pretrained` writes (a `tfbert.checkpoint` dataclass)."""
         raise NotImplementedError
+
+    def save(self, filepath, *args, **kwargs):
+        """Keras' `save`, its path checked first (`tfbert.load_model` reads it back)."""
+        return super().save(check_file_to_write(filepath, "save", ".keras"), *args, **kwargs)
 
     def save_pretrained(self, out_dir, source=None):
         """A tfbert checkpoint (encoder, the head's weights under `head_prefix/`,

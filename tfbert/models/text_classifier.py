@@ -360,7 +360,7 @@ class TextClassifier(StringsModel, BertClassifier):
         """`y` as the loss expects it, checked: class ids `[n]`, scores `[n, 1]`
         or a 0/1 matrix `[n, num_classes]`."""
         if y is None:
-            raise ValueError("fit needs y: one label per text.")
+            raise ValueError("fit and evaluate need y: one label per text.")
         if hasattr(y, "to_numpy"):
             y = y.to_numpy()
         elif hasattr(y, "numpy"):

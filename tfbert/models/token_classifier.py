@@ -357,7 +357,8 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
         `tf.RaggedTensor` `[texts, (words)]`, checked against the words."""
         n = len(texts)
         if y is None:
-            raise ValueError("fit needs y: one list of tags per text, one tag per word.")
+            raise ValueError("fit and evaluate need y: one list of tags per text, one tag per "
+                             "word.")
         if hasattr(y, "to_numpy"):
             y = y.to_numpy()
         elif isinstance(y, (tf.Tensor, tf.RaggedTensor)):

@@ -17,7 +17,6 @@ Michel et al. do; with `epochs` the scores after pruning are then
 optimistic only as the run's own dev scores are.
 """
 
-import json
 import os
 
 import numpy as np
@@ -42,8 +41,7 @@ def load_run(model_dir):
     path = os.path.join(model_dir, "finetune_config.json")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path} not found: --model_dir must be a tools/finetune.py run.")
-    with open(path, encoding="utf-8") as f:
-        stored = json.load(f)
+    stored = config_loader.read_json_object(path, "--model_dir's finetune_config.json")
     task_name = stored.pop("task_name", None)
     if task_name not in TASKS:
         raise ValueError(f"{path}: task {task_name!r}; pruning takes a run of {list(TASKS)}.")

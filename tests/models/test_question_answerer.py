@@ -410,3 +410,23 @@ print(json.dumps({{"replicas": strategy.num_replicas_in_sync, "windows": model.n
     assert spans(result["split"]) == spans(result["one"])
     np.testing.assert_allclose([r["score"] for r in result["split"]],
                                [r["score"] for r in result["one"]], atol=1e-5)
+
+
+def test_an_empty_text_span_is_an_answer_and_only_start_minus_one_is_none():
+    """A byte-level BPE context has lone space tokens whose offsets are empty
+    ((91, 91) as transformers trims them): when such a span wins, predict
+    reports it where it is; only the answer function's start_char -1 (v2.0's
+    null) is the empty answer at 0 (seen as ('', 0, 0) against ('', 91, 91))."""
+    from tfbert.models.question_answerer import _pipeline_answers
+
+    out = {"answer": np.array([b"", b"", b"a stream"]),
+           "start_char": np.array([91, -1, 17]), "end_char": np.array([91, -1, 25]),
+           "nbest_scores": np.array([[2.0, 1.0], [2.0, 1.0], [3.0, 1.0]]),
+           "nbest_start_char": np.array([[91, 5], [91, 5], [17, 5]]),
+           "null_score": np.array([0.0, 5.0, 0.0])}
+    got = _pipeline_answers(out, version_2=True)
+    assert [(a["answer"], a["start"], a["end"]) for a in got] == [
+        ("", 91, 91), ("", 0, 0), ("a stream", 17, 25)]
+    assert got[0]["score"] == pytest.approx(math.exp(2) / (math.exp(2) + math.exp(1) + 1))
+    assert got[1]["score"] == pytest.approx(math.exp(5) / (math.exp(2) + math.exp(1)
+                                                           + math.exp(5)))

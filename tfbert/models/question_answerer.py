@@ -484,7 +484,9 @@ def _pipeline_answers(out, version_2):
             scores = np.append(scores, out["null_score"][j])  # the null answer, last
         probabilities = np.exp(scores - scores.max()) if len(scores) else scores
         probabilities = probabilities / probabilities.sum() if len(scores) else probabilities
-        if answer:
+        # A span can be empty text (a lone space token, offsets (91, 91)): an
+        # answer all the same; only start_char -1 is the null answer.
+        if out["start_char"][j] >= 0:
             results.append({"answer": answer, "score": float(probabilities[0]),
                             "start": int(out["start_char"][j]), "end": int(out["end_char"][j])})
         else:

@@ -34,7 +34,7 @@ def test_control_task_gives_each_word_type_one_label(upos):
 
 def test_probe_report(upos):
     # The same vectors stand in for the random-init control here: tools/probe.py
-    # (tests/tools/test_probe_tool.py) runs the real one.
+    # (tests/analysis/test_probe_tool.py) runs the real one.
     result = probe_tags(upos["train"], upos["dev"], upos["train"], upos["dev"], seeds=(0,),
                         epochs=20, batch_size=32, learning_rate=1e-2)
     layers = 3

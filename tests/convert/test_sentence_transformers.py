@@ -2,7 +2,7 @@
 (`tfbert.convert.sentence_transformers`: modules.json, 1_Pooling,
 sentence_bert_config.json, Dense, Normalize) into the checkpoint's `sentence`
 section; unsupported modules are clear errors. The 1e-5 parity with
-sentence-transformers itself is in tests/models/test_sentence_encoder_minilm.py (slow)."""
+sentence-transformers itself is in tests/tasks/test_sentence_embedding_e2e.py (slow)."""
 
 import json
 import shutil

@@ -27,7 +27,7 @@ RoBERTa's packing, longest-first truncation as transformers'), so the export's
 `vocab.json`, `merges.txt` and special tokens go through a RoBERTa fast
 tokenizer (`bpe_hf_tokenizer`). Its ids equal tfbert's on the stress corpus
 but for a NUL at a text's end, which openvino-tokenizers drops
-(tests/export/test_bpe_export.py).
+(tests/convert/test_roberta.py).
 """
 
 import functools

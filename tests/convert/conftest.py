@@ -145,7 +145,8 @@ def hf_test():
                                  tfbert_inputs=tfbert_inputs, torch_inputs=torch_inputs,
                                  masked_max_diff=masked_max_diff, sentences=SENTENCES,
                                  roberta_config=roberta_config,
-                                 distilbert_config=distilbert_config)
+                                 distilbert_config=distilbert_config,
+                                 docstring_texts=docstring_texts, special_bpe=SPECIAL_BPE)
 
 
 def roberta_config(vocab_size, **kwargs):

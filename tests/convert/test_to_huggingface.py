@@ -179,6 +179,40 @@ def assert_special_tokens_travel(src, back, tmp_path):
     assert ours == theirs and len(theirs) == len(ids(src)) - 2  # the two spaces went to <mask>
 
 
+def test_a_special_token_of_the_users_travels_both_ways(hf_test, tmp_path):
+    """A RoBERTa tokenizer with a special token of its own ("<ent>", trained
+    into its vocabulary, as `ByteLevelBPETokenizer(special_tokens=...)` makes
+    it): tfbert reads it as one piece, and the directory written back names it
+    too (vocab.json and merges.txt alone would split it into "<", "ent", ">")."""
+    from tokenizers import ByteLevelBPETokenizer
+
+    from tfbert import BertPreprocessor
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(hf_test.docstring_texts(), vocab_size=400, min_frequency=2,
+                            special_tokens=hf_test.special_bpe + ["<ent>"])
+    bpe.save_model(str(raw))
+    tokenizer = transformers.RobertaTokenizerFast(
+        vocab=str(raw / "vocab.json"), merges=str(raw / "merges.txt"),
+        extra_special_tokens=["<ent>"])
+    tokenizer.save_pretrained(str(tmp_path / "tokenizer"))
+    _, src, ckpt, back = round_trip(hf_test, transformers.RobertaModel,
+                                    hf_test.roberta_config(len(tokenizer)),
+                                    tmp_path / "tokenizer", tmp_path)
+    text = "Return <ent> the value.</s> <ent>"
+
+    def ids(path):
+        return transformers.AutoTokenizer.from_pretrained(str(path))(
+            text, add_special_tokens=False)["input_ids"]
+
+    ent = transformers.AutoTokenizer.from_pretrained(str(src)).convert_tokens_to_ids("<ent>")
+    assert ids(src).count(ent) == 2
+    ours = BertPreprocessor.from_pretrained(ckpt).tokenize([text]).merge_dims(1, 2).to_list()[0]
+    assert ours == ids(src) == ids(back)
+
+
 @pytest.mark.parametrize("cls, auto, key", [
     ("DistilBertModel", "AutoModel", "last_hidden_state"),
     ("DistilBertForMaskedLM", "AutoModelForMaskedLM", "logits")])

@@ -305,16 +305,23 @@ def write_tokenizer(ckpt, family, out_dir):
 
         def added_token(content):
             token = special.get(content, {})
-            return {"__type": "AddedToken", "content": content, "lstrip": bool(token.get("lstrip")),
+            return {"content": content, "lstrip": bool(token.get("lstrip")),
                     "rstrip": bool(token.get("rstrip")), "normalized": False,
                     "single_word": False, "special": True}
 
+        roles = (("bos_token", "<s>"), ("cls_token", "<s>"), ("eos_token", "</s>"),
+                 ("sep_token", "</s>"), ("pad_token", "<pad>"), ("unk_token", "<unk>"),
+                 ("mask_token", "<mask>"))
+        # Every special token by id, the roles' and any other (a user's "<ent>"),
+        # as transformers saves them: vocab.json alone would split the others.
+        ids = {t: i for i, t in enumerate(bpe_files.read_bpe_vocab(
+            os.path.join(ckpt.path, "vocab.json")))}
+        in_vocab = sorted((c for c in special if c in ids), key=ids.get)
         write_json(os.path.join(out_dir, "tokenizer_config.json"), {
             "tokenizer_class": "RobertaTokenizer", "add_prefix_space": False,
-            **{key: added_token(content) for key, content in (
-                ("bos_token", "<s>"), ("cls_token", "<s>"), ("eos_token", "</s>"),
-                ("sep_token", "</s>"), ("pad_token", "<pad>"), ("unk_token", "<unk>"),
-                ("mask_token", "<mask>"))},
+            **{key: {"__type": "AddedToken", **added_token(content)} for key, content in roles},
+            "added_tokens_decoder": {str(ids[c]): added_token(c) for c in in_vocab},
+            "extra_special_tokens": [c for c in in_vocab if c not in dict(roles).values()],
             "model_max_length": length})
         return
     shutil.copyfile(ckpt.vocab_file, os.path.join(out_dir, "vocab.txt"))

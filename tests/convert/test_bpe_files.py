@@ -77,3 +77,18 @@ def test_bad_tokenizer_json_is_one_line(files, raises_one_line_from_tfbert):
     bad = files("special_tokens.json", '{"content": "<s>"}')
     raises_one_line_from_tfbert("special_tokens.json", lambda: bpe_files.read_special_tokens(bad),
                                 r"special_tokens\.json: expected a JSON list of objects")
+
+
+def test_merges_without_a_version_line_keep_their_first_merge(tmp_path):
+    """A merges.txt without `#version` (some hand-made files): its first line is
+    a merge, as tokenizers' `BPE.from_file` (transformers 5's RoBERTa reader)
+    reads it, not a header to skip."""
+    models = pytest.importorskip("tokenizers.models")
+    import json
+
+    vocab = {"<unk>": 0, "a": 1, "b": 2, "c": 3, "ab": 4, "abc": 5}
+    (tmp_path / "vocab.json").write_text(json.dumps(vocab))
+    (tmp_path / "merges.txt").write_text("a b\nab c\n")
+    assert bpe_files.read_merges(tmp_path / "merges.txt") == [("a", "b"), ("ab", "c")]
+    theirs = models.BPE.from_file(str(tmp_path / "vocab.json"), str(tmp_path / "merges.txt"))
+    assert [t.value for t in theirs.tokenize("abc")] == ["abc"]  # both merges applied

@@ -3,15 +3,6 @@
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# Under xdist each worker's TensorFlow (and torch, and the processes the tests
-# start) gets its share of the cores, not a pool the size of the machine: two
-# workers with two threads each spent ~10% of the CPU oversubscribing two cores
-# (the tests of convert/ train/ analysis/ retrieval/ text/ losses: 298 and 320 s
-# with TensorFlow's defaults, 278 s with one thread per worker).
-if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
-    _share = str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
-    for _name in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS"):
-        os.environ.setdefault(_name, _share)
 
 import pathlib
 import sys

@@ -174,7 +174,10 @@ def test_every_page_is_collected():
 
 @pytest.mark.parametrize("page", PAGES)
 def test_page_examples(page, docs_workdir, monkeypatch, capsys):
-    """Runs the page's examples in order; a failing one fails with its line."""
+    """Runs the page's examples in order; a failing one fails with its line.
+    Pages over a minute (keras_workflow.md fits MiniLM in six models;
+    finetuning.md, export.md, pretraining.md run their tools) take what
+    their examples take: the claim is that the page, as written, runs."""
     monkeypatch.chdir(docs_workdir)
     document = _sybil().parse(REPO / page)
     ran, skipped = 0, []

@@ -39,6 +39,10 @@ def serve_fresh(run_python, path, inputs):
 
 
 def test_minilm_transfer_beats_random_init(tmp_path, minilm_checkpoint, data_dir, run_python):
+    """Over a minute: the 6-layer MiniLM is fine-tuned twice (its weights and a
+    random init of its shape) and the export served in a fresh process; that
+    pretraining transfers to words never seen in training needs the real
+    weights, and a random init of the same model is the control."""
     ckpt = minilm_checkpoint
     # Same seed and steps for both; dev sentiment words never occur in train,
     # so only pretrained knowledge generalises. No XLA here: compiling

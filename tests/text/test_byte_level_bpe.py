@@ -64,7 +64,9 @@ def tokenizer(bpe_dir):
 
 
 def test_ids_and_offsets_match_transformers(tokenizer, reference):
-    lines = multilingual_lines() + docstring_sentences()
+    # Runs of one repeated pair ("====") merge several occurrences a round.
+    runs = ["=" * 70, " " + "-" * 33 + "+" + "-" * 20 + "|", "a" * 17 + " " * 9 + "x", "ee" * 9]
+    lines = multilingual_lines() + docstring_sentences() + runs
     ids = tokenizer(tf.constant(lines)).to_list()
     same_ids, starts, ends = [x.to_list() for x in
                               tokenizer.tokenize_with_offsets(tf.constant(lines))]
@@ -76,6 +78,81 @@ def test_ids_and_offsets_match_transformers(tokenizer, reference):
                 or list(zip(starts[k], ends[k])) != [tuple(o) for o in want["offset_mapping"]]):
             differ.append(line)
     assert differ == []
+
+
+@pytest.fixture(scope="module")
+def multibyte_dir(tmp_path_factory):
+    """A byte-level BPE trained on the Unicode stress lines too: its tokens
+    hold multi-byte words (" größer", " été")."""
+    tokenizers = pytest.importorskip("tokenizers")
+    out = tmp_path_factory.mktemp("multibyte_bpe")
+    bpe = tokenizers.ByteLevelBPETokenizer()
+    bpe.train_from_iterator(multilingual_lines() * 4 + docstring_sentences(100), vocab_size=1500,
+                            min_frequency=2,
+                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    bpe.save_model(str(out))
+    return out
+
+
+def test_word_cache_equals_the_merge_loop(multibyte_dir):
+    """Every word the tokenizer looks up whole (a token the merges build back
+    from its bytes) gives the same token through the merge loop; text made of
+    such words, multi-byte ones included, gets transformers' ids and offsets."""
+    transformers = pytest.importorskip("transformers")
+    files = [str(multibyte_dir / name) for name in ("vocab.json", "merges.txt")]
+    tokenizer = ByteLevelBPETokenizer.from_files(*files)
+    reference = transformers.RobertaTokenizerFast(*files)
+    words, word_ids = tokenizer.word_table.export()
+    special = [tokenizer.tokens.index(t["content"]) for t in tokenizer.special_tokens]
+    cached = ~tf.reduce_any(word_ids[:, None] == [-1] + special, axis=1)
+    words, word_ids = words[cached], word_ids[cached]
+    word_bytes = tf.strings.bytes_split(words)
+    byte_ids = tokenizer.byte_id_table.lookup(word_bytes.flat_values)
+    merged, lengths, merged_word = tokenizer.merge(
+        byte_ids, tf.ones_like(byte_ids), tf.cast(word_bytes.value_rowids(), tf.int32),
+        tf.size(words))
+    assert merged_word.numpy().tolist() == list(range(len(words)))
+    assert merged.numpy().tolist() == word_ids.numpy().tolist()
+    assert lengths.numpy().tolist() == tf.strings.length(words).numpy().tolist()
+    # Multi-byte words, one a line (a line break is a piece of its own), are
+    # looked up whole.
+    multibyte = [w.decode() for w in words.numpy() if not w.isascii() and is_utf8(w)]
+    lines = ["\n".join(multibyte[k::5]) for k in range(5)] + multilingual_lines()
+    pieces = tokenizer.pre_tokenize(tf.constant(lines[:5])).flat_values
+    looked_up = tf.boolean_mask(pieces, tokenizer.word_table.lookup(pieces) >= 0).numpy()
+    assert len(set(looked_up) & set(w.encode() for w in multibyte)) > 150
+    ids, starts, ends = [x.to_list() for x in tokenizer.tokenize_with_offsets(tf.constant(lines))]
+    for k, line in enumerate(lines):
+        want = reference(line, add_special_tokens=False, return_offsets_mapping=True)
+        assert (ids[k], list(zip(starts[k], ends[k]))) == (
+            want["input_ids"], [tuple(o) for o in want["offset_mapping"]]), line
+
+
+def is_utf8(data):
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def test_merges_whose_result_an_earlier_merge_takes(tmp_path):
+    """A merges file where "ab c" ranks before "a b" (so not every merge's result
+    is merged only later): one merge a round, transformers' ids still."""
+    transformers = pytest.importorskip("transformers")
+    from tfbert.convert import bpe_files
+
+    tokens = ["<s>", "<pad>", "</s>", "<unk>", "<mask>", "a", "b", "c", "Ġ", "ab", "abc", "bc",
+              "Ġab", "Ġabc"]
+    merges = [("ab", "c"), ("a", "b"), ("b", "c"), ("Ġ", "abc"), ("Ġ", "ab")]
+    bpe_files.write_bpe_files(str(tmp_path), tokens, merges)
+    tokenizer = ByteLevelBPETokenizer(tokens, merges)
+    assert not tokenizer.parallel
+    reference = transformers.RobertaTokenizerFast(str(tmp_path / "vocab.json"),
+                                                  str(tmp_path / "merges.txt"))
+    lines = ["abcabc ab cab", "abababc bcab", "aaabbbccc abc", "cba"]
+    got = tokenizer(tf.constant(lines)).to_list()
+    assert got == [reference(line, add_special_tokens=False)["input_ids"] for line in lines]
 
 
 def with_special_tokens(sentences):

@@ -9,11 +9,11 @@ misses GPT-2's `\\s+(?!\\S)`; this uses core ops only (regex_replace, split,
 StaticHashTable, while_loop), so a SavedModel holding it passes op_check.
 
 Steps: GPT-2 pre-tokenization (its regex rewritten without lookahead: two
-regex_replace calls mark piece starts, one split cuts there), the bytes of
-each piece mapped to GPT-2's byte-to-unicode characters, then the merges
-applied by rank to every piece at once (each round merges, in every piece,
-the leftmost occurrence of its lowest-ranked adjacent pair, which is the
-order of the Rust BPE's (rank, position) queue).
+regex_replace calls mark piece starts, one split cuts there); a piece that
+is one token (a word whose merges give a single token, the most common case,
+or a special token) is looked up whole; the bytes of the others are mapped to
+GPT-2's byte-to-unicode symbols and merged by rank in rounds, every piece at
+once (see `merge`), giving the ids of the Rust BPE's (rank, position) queue.
 
 Special tokens written in the text (`<mask>`, `<s>`, ...: tokenizer.json's
 `added_tokens`, or RoBERTa's five) are cut out first, as transformers'
@@ -30,6 +30,7 @@ Example:
 [[3, 4], [1, 0]]
 """
 
+import numpy as np
 import tensorflow as tf
 
 from tfbert.convert import bpe_files
@@ -140,28 +141,41 @@ class ByteLevelBPETokenizer(tf.Module):
         self.special_tokens = special_token_list(self.tokens, special_tokens)
         self.special_pattern = special_pattern(self.special_tokens)
         byte_chars = bytes_to_unicode()
-        self.byte_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
-            tf.constant([bytes([b]) for b in range(256)]),
-            tf.constant([byte_chars[b] for b in range(256)])), default_value="")
         self.char_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
             tf.constant([byte_chars[b] for b in range(256)]),
             tf.constant([bytes([b]) for b in range(256)])), default_value="")
+        ids = {token: i for i, token in enumerate(self.tokens)}
         # Merges on token ids, not strings: a pair is the int64 key a * size + b
         # (hashing ints, not joined strings, made the merge loop ~N times faster).
-        ids = {token: i for i, token in enumerate(self.tokens)}
-        pairs = [ids[a] * len(self.tokens) + ids[b] for a, b in self.merges] or [-1]
-        self.rank_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
-            tf.constant(pairs, tf.int64), tf.range(len(pairs), dtype=tf.int32)),
-            default_value=NO_RANK)
-        self.merged_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
-            tf.constant(pairs, tf.int64),
-            tf.constant([ids[a + b] for a, b in self.merges] or [-1], tf.int32)),
-            default_value=-1)
-        # Each byte's symbol as a token id (-1: not in the vocabulary, merged by nothing).
+        # Its rules are a row of `pair_rules`; a pair outside them gets the last row.
+        ranks = merge_ranks(self.tokens, self.merges)
+        rules, self.parallel = merge_rules(self.tokens, ranks)
+        self.pair_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+            tf.constant(list(rules) + [-1], tf.int64), tf.range(len(rules) + 1)),
+            default_value=len(rules))
+        # Columns (rank, merged id, joins_left, joins_right), see merge_rules.
+        self.pair_rules = np.array(list(rules.values()) + [[NO_RANK, -1, NO_RANK, NO_RANK]],
+                                   np.int32).T
+        # Each byte's symbol as a token id; a byte outside the vocabulary is
+        # -1 - byte: merged by nothing, and its offsets still know it.
         self.byte_id_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
             tf.constant([bytes([b]) for b in range(256)]),
-            tf.constant([ids.get(byte_chars[b], -1) for b in range(256)], tf.int32)),
+            tf.constant([ids.get(byte_chars[b], -1 - b) for b in range(256)], tf.int32)),
             default_value=-1)
+        # Pieces that are one token, looked up whole: the words whose merges give
+        # a single token (most pieces of text: " the", "ing"), and the special
+        # tokens. No other piece can be a special token's text: the split cut it out.
+        words = one_token_words(self.tokens, ranks, byte_chars)
+        words.update({t["content"].encode("utf-8"): ids[t["content"]]
+                      for t in self.special_tokens})
+        self.word_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+            tf.constant(list(words) + [b""]), tf.constant(list(words.values()) + [-1], tf.int32)),
+            default_value=-1)
+        # The spaces (Ġ) at each symbol's ends, which trim_offsets leaves out: the
+        # tokens', then the 256 bytes' outside the vocabulary (-1 - byte).
+        symbols = self.tokens + [byte_chars[b] for b in range(256)]
+        self.leading_spaces = np.array([len(s) - len(s.lstrip("Ġ")) for s in symbols], np.int32)
+        self.trailing_spaces = np.array([len(s) - len(s.rstrip("Ġ")) for s in symbols], np.int32)
         self.unknown_id = self.tokens.index(unknown_token) if unknown_token in self.tokens else -1
         self.id_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
             tf.constant(self.tokens), tf.range(len(self.tokens), dtype=tf.int32)),
@@ -214,78 +228,89 @@ class ByteLevelBPETokenizer(tf.Module):
 
     def merge(self, ids, byte_lengths, word_ids, num_words):
         """Applies the merges to flat symbol `ids` (of `byte_lengths` text bytes)
-        whose piece is `word_ids`; also gives each result's first input symbol.
+        within each piece (`word_ids`, sorted) -> `(ids, byte_lengths, word_ids)`
+        of the merged symbols, in order.
 
-        A piece without a mergeable pair is done: its symbols leave the loop
-        (into TensorArrays) and later rounds work on the others only (a batch's
-        longest word takes ~90 rounds, most words a few), then all are put back
-        in text order (by first input symbol)."""
+        The Rust BPE merges one pair at a time: the lowest-ranked, leftmost.
+        A round here merges, in every piece at once, the pairs that come out
+        the same as it would: all occurrences of the piece's lowest-ranked pair
+        (the first, third, ... of a run such as "a a a a"), and every pair ranked
+        below the earliest merge that could join its left symbol to the left or
+        its right symbol to the right (`merge_rules`), which nothing can take
+        from it first. Both need a merge's result to be merged only by later
+        merges (true of trained merges; else one pair a round, the lowest and
+        leftmost). A batch then takes about as many rounds as its deepest merge
+        tree (~10), not as its longest piece's merges (~90 for a "-----" rule)."""
         size = tf.constant(len(self.tokens), tf.int64)
+        rules = tf.constant(self.pair_rules)
 
-        def one_round(i, ids, byte_lengths, word_ids, firsts, done):
-            n = tf.shape(ids)[0]
-            same_word = tf.concat([word_ids[1:] == word_ids[:-1], [False]], 0)
+        def pair_rules(ids, word_ids):
+            # Each symbol's pair with the next one in its piece: its rules' columns.
             following = tf.concat([ids[1:], [-1]], 0)
-            keys = tf.cast(ids, tf.int64) * size + tf.cast(following, tf.int64)
-            # -1 (a symbol outside the vocabulary) takes part in no merge.
-            mergeable = same_word & (ids >= 0) & (following >= 0)
-            ranks = tf.where(mergeable, self.rank_table.lookup(keys), NO_RANK)
-            best = tf.gather(tf.math.unsorted_segment_min(ranks, word_ids, num_words), word_ids)
-            finished = best == NO_RANK
-            done = tuple(array.write(i, tf.boolean_mask(x, finished)) for array, x in
-                         zip(done, (ids, byte_lengths, word_ids, firsts)))
-            is_best = (ranks == best) & ~finished
-            positions = tf.range(n)
-            first = tf.math.unsorted_segment_min(tf.where(is_best, positions, n), word_ids,
-                                                 num_words)
-            starts = is_best & (positions == tf.gather(first, word_ids))
-            merged = tf.where(starts, self.merged_table.lookup(keys), ids)
-            merged_lengths = byte_lengths + tf.where(
-                starts, tf.concat([byte_lengths[1:], [0]], 0), 0)
-            keep = ~finished & ~tf.concat([[False], starts[:-1]], 0)
-            return (i + 1, tf.boolean_mask(merged, keep), tf.boolean_mask(merged_lengths, keep),
-                    tf.boolean_mask(word_ids, keep), tf.boolean_mask(firsts, keep), done)
+            pair = tf.concat([word_ids[1:] == word_ids[:-1], [False]], 0)
+            keys = tf.where(pair & (ids >= 0) & (following >= 0),
+                            tf.cast(ids, tf.int64) * size + tf.cast(following, tf.int64), -1)
+            return tuple(tf.unstack(tf.gather(rules, self.pair_table.lookup(keys), axis=1)))
 
-        done = tuple(tf.TensorArray(dtype, size=0, dynamic_size=True, infer_shape=False,
-                                    element_shape=tf.TensorShape([None]))
-                     for dtype in (ids.dtype, byte_lengths.dtype, word_ids.dtype, tf.int32))
-        i, *_, done = tf.while_loop(
-            lambda i, ids, *_: tf.size(ids) > 0, one_round,
-            (0, ids, byte_lengths, word_ids, tf.range(tf.size(ids)), done))
-        # One empty element more: concat needs at least one (an empty batch runs no round).
-        ids, byte_lengths, word_ids, firsts = (array.write(i, tf.zeros([0], array.dtype)).concat()
-                                               for array in done)
-        order = tf.argsort(firsts, stable=True)
-        return tuple(tf.gather(x, order) for x in (ids, byte_lengths, word_ids, firsts))
+        def one_round(ids, byte_lengths, word_ids, rank, merged, joins_left, joins_right):
+            positions = tf.range(tf.size(ids))
+            best = tf.gather(tf.math.unsorted_segment_min(rank, word_ids, num_words), word_ids)
+            is_best = (rank == best) & (rank < NO_RANK)
+            if self.parallel:
+                # A run of lowest pairs ("a a a a") merges its 1st, 3rd, ...: the count
+                # of other pairs so far is constant along a run, so it names the run.
+                run = tf.cumsum(tf.cast(~is_best, tf.int32))
+                run_start = tf.math.segment_min(tf.where(is_best, positions, tf.size(ids)), run)
+                starts = is_best & ((positions - tf.gather(run_start, run)) % 2 == 0)
+                left = tf.concat([[NO_RANK], joins_left[:-1]], 0)  # of the pair before
+                right = tf.concat([joins_right[1:], [NO_RANK]], 0)  # of the pair after
+                starts |= (rank < left) & (rank < right)
+            else:
+                first = tf.math.unsorted_segment_min(tf.where(is_best, positions, tf.size(ids)),
+                                                     word_ids, num_words)
+                starts = is_best & (positions == tf.gather(first, word_ids))
+            ids = tf.where(starts, merged, ids)
+            byte_lengths += tf.where(starts, tf.concat([byte_lengths[1:], [0]], 0), 0)
+            keep = tf.where(~tf.concat([[False], starts[:-1]], 0))[:, 0]
+            ids, byte_lengths, word_ids = (tf.gather(x, keep) for x in (ids, byte_lengths, word_ids))
+            return (ids, byte_lengths, word_ids) + pair_rules(ids, word_ids)
+
+        merged = tf.while_loop(lambda *state: tf.reduce_any(state[3] < NO_RANK), one_round,
+                               (ids, byte_lengths, word_ids) + pair_rules(ids, word_ids))
+        return merged[:3]
 
     def split_and_merge(self, texts):
-        """strings `[batch]` -> `(pieces, ids, byte_lengths, word_ids, special, symbols)`:
-        merged symbols' token ids (-1: a byte outside the vocabulary), per symbol
-        whether it is a special piece, and `symbols()` their strings (a special
-        piece's raw text, with the white space it strips)."""
+        """strings `[batch]` -> `(pieces, ids, byte_lengths, word_ids, special)`, flat
+        over the merged symbols in text order: token ids (-1 - byte: a byte outside
+        the vocabulary), lengths in text bytes, pieces (flat index), and whether
+        the piece is a special token (its length holds the white space it strips)."""
         texts = tf.convert_to_tensor(texts, tf.string)
-        pieces, special_piece = self.pieces_and_specials(texts)
+        pieces, special = self.pieces_and_specials(texts)
         flat = pieces.flat_values
-        piece_bytes = tf.strings.bytes_split(tf.where(special_piece, " ", flat))
-        word_ids = piece_bytes.value_rowids()
-        special = tf.gather(special_piece, word_ids)
-        # A special piece is one symbol (its token's id), so no merge touches it.
-        special_text = tf.gather(flat, word_ids)
-        ids = tf.where(special, self.id_table.lookup(
-                           tf.strings.regex_replace(special_text, STRIP_SPACE, "")),
-                       self.byte_id_table.lookup(piece_bytes.flat_values))
-        byte_lengths = tf.where(special, tf.gather(tf.strings.length(flat), word_ids), 1)
-        ids, byte_lengths, merged_word_ids, firsts = self.merge(ids, byte_lengths, word_ids,
-                                                                piece_bytes.nrows())
-        merged_special = tf.gather(special, firsts)
-
-        def symbols():
-            initial = tf.where(special, special_text,
-                               self.byte_table.lookup(piece_bytes.flat_values))
-            known = tf.gather(tf.constant(self.tokens), tf.maximum(ids, 0))
-            return tf.where(merged_special | (ids < 0), tf.gather(initial, firsts), known)
-
-        return pieces, ids, byte_lengths, merged_word_ids, merged_special, symbols
+        # A piece that is one token is looked up whole (a special one without the
+        # white space it strips).
+        specials = tf.where(special)[:, 0]
+        whole_ids = tf.tensor_scatter_nd_update(
+            self.word_table.lookup(flat), specials[:, None], self.word_table.lookup(
+                tf.strings.regex_replace(tf.gather(flat, specials), STRIP_SPACE, "")))
+        # The others are merged from their bytes.
+        wholes, misses = tf.where(whole_ids >= 0)[:, 0], tf.where(whole_ids < 0)[:, 0]
+        miss_bytes = tf.strings.bytes_split(tf.gather(flat, misses))
+        byte_ids = self.byte_id_table.lookup(miss_bytes.flat_values)
+        ids, byte_lengths, miss_ids = self.merge(
+            byte_ids, tf.ones_like(byte_ids), tf.cast(miss_bytes.value_rowids(), tf.int32),
+            tf.size(misses))
+        # Into text order: before a whole piece's symbol come the symbols of the
+        # merged pieces before it; before a merged symbol the whole pieces before it.
+        miss_pieces = tf.gather(misses, miss_ids)
+        at = [tf.range(tf.size(wholes)) + tf.searchsorted(miss_pieces, wholes),
+              tf.range(tf.size(miss_pieces)) + tf.gather(
+                  tf.cumsum(tf.cast(whole_ids >= 0, tf.int32), exclusive=True), miss_pieces)]
+        ids = tf.dynamic_stitch(at, [tf.gather(whole_ids, wholes), ids])
+        byte_lengths = tf.dynamic_stitch(at, [tf.gather(tf.strings.length(flat), wholes),
+                                              byte_lengths])
+        word_ids = tf.dynamic_stitch(at, [wholes, miss_pieces])
+        return pieces, ids, byte_lengths, word_ids, tf.gather(special, word_ids)
 
     def symbol_ids(self, ids):
         """Merged symbols' ids, a byte outside the vocabulary `<unk>`'s."""
@@ -300,7 +325,7 @@ class ByteLevelBPETokenizer(tf.Module):
     def tokenize(self, texts):
         """strings `[batch]` -> int32 ragged ids `[batch, (pieces), (tokens)]`: the
         GPT-2 pieces stand where BertTokenizer has words."""
-        pieces, ids, _, word_ids, _, _ = self.split_and_merge(texts)
+        pieces, ids, _, word_ids, _ = self.split_and_merge(texts)
         return by_piece(self.symbol_ids(ids), word_ids, pieces)
 
     def tokenize_with_offsets(self, texts):
@@ -338,9 +363,7 @@ class ByteLevelBPETokenizer(tf.Module):
     def byte_spans(self, texts):
         """`(pieces, word_ids, ids, starts, ends, text_of_token)`, flat over all
         tokens: each token's id and trimmed byte span in its text."""
-        pieces, ids, byte_lengths, word_ids, special, symbols = self.split_and_merge(texts)
-        symbols = symbols()
-        ids = self.symbol_ids(ids)
+        pieces, ids, byte_lengths, word_ids, special = self.split_and_merge(texts)
         # Pieces cover their text: a token's byte start is its start in all the
         # texts joined, less its text's start there.
         text_of_token = tf.gather(pieces.value_rowids(), word_ids)
@@ -350,16 +373,14 @@ class ByteLevelBPETokenizer(tf.Module):
         ends = starts + byte_lengths
         # trim_offsets: leading / trailing spaces (Ġ, one byte each) are not in the
         # span, nor the white space a special token strips (raw bytes).
-        chars = tf.strings.length(symbols, unit="UTF8_CHAR")
-        leading = chars - tf.strings.length(tf.strings.regex_replace(symbols, "^Ġ+", ""),
-                                            unit="UTF8_CHAR")
-        trailing = chars - tf.strings.length(tf.strings.regex_replace(symbols, "Ġ+$", ""),
-                                             unit="UTF8_CHAR")
-        lengths = tf.strings.length(symbols)
+        symbol = tf.where(ids >= 0, ids, len(self.tokens) - 1 - ids)
+        special_text = tf.where(special, tf.gather(pieces.flat_values, word_ids), "")
+        lengths = tf.strings.length(special_text)
         leading = tf.where(special, lengths - tf.strings.length(tf.strings.regex_replace(
-            symbols, f"^[{WHITE_SPACE}]+", "")), leading)
+            special_text, f"^[{WHITE_SPACE}]+", "")), tf.gather(self.leading_spaces, symbol))
         trailing = tf.where(special, lengths - tf.strings.length(tf.strings.regex_replace(
-            symbols, f"[{WHITE_SPACE}]+$", "")), trailing)
+            special_text, f"[{WHITE_SPACE}]+$", "")), tf.gather(self.trailing_spaces, symbol))
+        ids = self.symbol_ids(ids)
         starts = tf.minimum(starts + leading, ends)
         ends = tf.maximum(ends - trailing, starts)
         return pieces, word_ids, ids, starts, ends, text_of_token
@@ -391,6 +412,69 @@ class ByteLevelBPETokenizer(tf.Module):
         chars = tf.strings.unicode_split(symbols, "UTF-8")
         return tf.strings.reduce_join(chars.with_flat_values(
             self.char_table.lookup(chars.flat_values)), axis=-1)
+
+
+def merge_ranks(tokens, merges):
+    """`{(a, b): rank}` of token ids; a repeated merge takes its last rank, as
+    in tokenizers."""
+    ids = {token: i for i, token in enumerate(tokens)}
+    return {(ids[a], ids[b]): rank for rank, (a, b) in enumerate(merges)}
+
+
+def merge_rules(tokens, ranks):
+    """`({pair key: [rank, merged id, joins_left, joins_right]}, parallel)` for
+    `merge`, a pair (a, b) keyed a * len(tokens) + b. While b's left neighbor
+    grows from a, b can be joined to it no earlier than joins_left: the lowest
+    rank of a merge (x, b), x a token ending in a's text; while a's right
+    neighbor grows from b, a can be joined to it no earlier than joins_right
+    (merges (a, y), y starting with b's text). `parallel`: every merge's result
+    is merged only by later merges."""
+    ids = {token: i for i, token in enumerate(tokens)}
+    size = len(tokens)
+    rules = {}
+
+    def rule(a, b):
+        return rules.setdefault(a * size + b, [NO_RANK, -1, NO_RANK, NO_RANK])
+
+    first_use = {}
+    for (a, b), rank in ranks.items():
+        left, right = tokens[a], tokens[b]
+        rule(a, b)[:2] = [rank, ids[left + right]]
+        for k in range(len(left)):
+            if left[k:] in ids:
+                row = rule(ids[left[k:]], b)
+                row[2] = min(row[2], rank)
+        for k in range(1, len(right) + 1):
+            if right[:k] in ids:
+                row = rule(a, ids[right[:k]])
+                row[3] = min(row[3], rank)
+        for token in (a, b):
+            first_use[token] = min(first_use.get(token, NO_RANK), rank)
+    parallel = all(first_use.get(ids[tokens[a] + tokens[b]], NO_RANK) > rank
+                   for (a, b), rank in ranks.items())
+    return rules, parallel
+
+
+def one_token_words(tokens, ranks, byte_chars):
+    """`{word bytes: id}`: every token the merges build back from its own bytes
+    (as the Rust BPE merges: the lowest-ranked pair, leftmost first)."""
+    rank_of = {(tokens[a], tokens[b]): rank for (a, b), rank in ranks.items()}
+    byte_of = {char: b for b, char in byte_chars.items()}
+    words = {}
+    for token_id, token in enumerate(tokens):
+        if not all(char in byte_of for char in token):
+            continue
+        symbols = list(token)
+        while len(symbols) > 1:
+            pair_ranks = [rank_of.get(pair, NO_RANK) for pair in zip(symbols, symbols[1:])]
+            rank = min(pair_ranks)
+            if rank == NO_RANK:
+                break
+            k = pair_ranks.index(rank)
+            symbols[k:k + 2] = [symbols[k] + symbols[k + 1]]
+        if symbols == [token]:
+            words[bytes(byte_of[char] for char in token)] = token_id
+    return words
 
 
 def by_piece(values, word_ids, pieces):

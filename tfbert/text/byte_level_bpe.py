@@ -155,7 +155,7 @@ class ByteLevelBPETokenizer(tf.Module):
             default_value=len(rules))
         # Columns (rank, merged id, joins_left, joins_right), see merge_rules.
         self.pair_rules = np.array(list(rules.values()) + [[NO_RANK, -1, NO_RANK, NO_RANK]],
-                                   np.int32).T
+                                   np.int32)
         # Each byte's symbol as a token id; a byte outside the vocabulary is
         # -1 - byte: merged by nothing, and its offsets still know it.
         self.byte_id_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
@@ -171,9 +171,11 @@ class ByteLevelBPETokenizer(tf.Module):
         self.word_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
             tf.constant(list(words) + [b""]), tf.constant(list(words.values()) + [-1], tf.int32)),
             default_value=-1)
-        # The spaces (Ġ) at each symbol's ends, which trim_offsets leaves out: the
-        # tokens', then the 256 bytes' outside the vocabulary (-1 - byte).
+        # Per merged symbol (`symbol_index`: the tokens, then the 256 bytes outside
+        # the vocabulary): its bytes (one a character), and the spaces (Ġ) at its
+        # ends, which trim_offsets leaves out.
         symbols = self.tokens + [byte_chars[b] for b in range(256)]
+        self.symbol_lengths = np.array([len(s) for s in symbols], np.int32)
         self.leading_spaces = np.array([len(s) - len(s.lstrip("Ġ")) for s in symbols], np.int32)
         self.trailing_spaces = np.array([len(s) - len(s.rstrip("Ġ")) for s in symbols], np.int32)
         self.unknown_id = self.tokens.index(unknown_token) if unknown_token in self.tokens else -1
@@ -193,43 +195,58 @@ class ByteLevelBPETokenizer(tf.Module):
     def pre_tokenize(self, texts):
         """strings `[batch]` -> GPT-2 pieces `[batch, (pieces)]` (raw UTF-8); a
         special token (with the white space it strips) is one piece."""
-        return self.pieces_and_specials(texts)[0]
+        pieces = self.pieces_and_specials(texts)[0]
+        keep = tf.strings.length(pieces.flat_values) > 0
+        return tf.RaggedTensor.from_row_splits(tf.boolean_mask(pieces.flat_values, keep),
+                                               kept_splits(keep, pieces.row_splits),
+                                               validate=False)
 
     def pieces_and_specials(self, texts):
-        """`(pieces, is_special)`: the pieces as `pre_tokenize`, and whether
-        each (flat) is a special token."""
-        # The text's own NULs (and \x01, the escape) become two control chars
-        # (same regex class, same pieces) and come back after the split.
-        escaped = tf.strings.regex_replace(texts, "\x01", "\x01\x02")
-        escaped = tf.strings.regex_replace(escaped, "\x00", "\x01\x01")
-        if not self.special_pattern:
-            marked = tf.strings.regex_replace(escaped, LAST_SPACE, rf"\1{MARK}\2\3")
-            marked = tf.strings.regex_replace(marked, PIECE, rf"{MARK}\0")
-        else:
+        """`(pieces, is_special)`: the pieces as `pre_tokenize` but with empty
+        ones among them (the split leaves one before each text's first piece;
+        they get no tokens), and whether each (flat) is a special token."""
+        texts = tf.convert_to_tensor(texts, tf.string)
+        # A batch holding NUL, \x01 or a special token takes the careful way
+        # (below); others skip its regexes, about a third of the time taken by
+        # a batch of plain sentences that went that way.
+        rare = r"[\x00\x01]" + (f"|{self.special_pattern}" if self.special_pattern else "")
+        careful = tf.reduce_any(tf.strings.regex_full_match(texts, f"(?s).*(?:{rare}).*"))
+
+        def mark_carefully():
+            # The text's own NULs (and \x01, the escape) become two control chars
+            # (same regex class, same pieces) and come back after the split.
+            marked = tf.strings.regex_replace(texts, "\x01", "\x01\x02")
+            marked = tf.strings.regex_replace(marked, "\x00", "\x01\x01")
+            if not self.special_pattern:
+                return mark_pieces(marked)
             # Each special token (as transformers' added-token split finds it)
             # goes between two MARKs; the piece rules then take it whole (their
             # first alternative), and cut the text around it as a text's end.
-            marked = tf.strings.regex_replace(escaped, self.special_pattern, rf"{MARK}\0{MARK}")
+            marked = tf.strings.regex_replace(marked, self.special_pattern, rf"{MARK}\0{MARK}")
             whole = f"{MARK}(?:{self.special_pattern}){MARK}"
             marked = tf.strings.regex_replace(marked, f"({whole})|{LAST_SPACE}",
                                               rf"\1\2{MARK}\3\4")
-            marked = tf.strings.regex_replace(marked, f"{whole}|{PIECE}", rf"{MARK}\0")
-        pieces = tf.strings.split(marked, sep=MARK)
-        pieces = tf.ragged.boolean_mask(pieces, tf.strings.length(pieces) > 0)
-        if self.special_pattern:
-            # A piece of the text between special tokens holds none, so only they match.
-            flags = tf.strings.regex_full_match(pieces.flat_values, self.special_pattern)
-        else:
-            flags = tf.zeros_like(pieces.flat_values, tf.bool)
-        # Every \x01 starts an escape pair, so each leftmost match is one pair.
-        unescaped = tf.strings.regex_replace(pieces.flat_values, "\x01\x01", "\x00")
-        unescaped = tf.strings.regex_replace(unescaped, "\x01\x02", "\x01")
-        return pieces.with_flat_values(unescaped), flags
+            return tf.strings.regex_replace(marked, f"{whole}|{PIECE}", rf"{MARK}\0")
 
-    def merge(self, ids, byte_lengths, word_ids, num_words):
-        """Applies the merges to flat symbol `ids` (of `byte_lengths` text bytes)
-        within each piece (`word_ids`, sorted) -> `(ids, byte_lengths, word_ids)`
-        of the merged symbols, in order.
+        pieces = tf.strings.split(tf.cond(careful, mark_carefully, lambda: mark_pieces(texts)),
+                                  sep=MARK)
+        flat = pieces.flat_values
+
+        def unmark_carefully():
+            # A piece of the text between special tokens holds none, so only they
+            # match; every \x01 starts an escape pair, so each leftmost match is one.
+            specials = (tf.strings.regex_full_match(flat, self.special_pattern)
+                        if self.special_pattern else tf.zeros_like(flat, tf.bool))
+            unescaped = tf.strings.regex_replace(flat, "\x01\x01", "\x00")
+            return tf.strings.regex_replace(unescaped, "\x01\x02", "\x01"), specials
+
+        flat, specials = tf.cond(careful, unmark_carefully,
+                                 lambda: (flat, tf.zeros_like(flat, tf.bool)))
+        return pieces.with_flat_values(flat), specials
+
+    def merge(self, ids, word_ids, num_words):
+        """Applies the merges to flat symbol `ids` within each piece (`word_ids`,
+        sorted) -> `(ids, word_ids)` of the merged symbols, in order.
 
         The Rust BPE merges one pair at a time: the lowest-ranked, leftmost.
         A round here merges, in every piece at once, the pairs that come out
@@ -242,17 +259,18 @@ class ByteLevelBPETokenizer(tf.Module):
         leftmost). A batch then takes about as many rounds as its deepest merge
         tree (~10), not as its longest piece's merges (~90 for a "-----" rule)."""
         size = tf.constant(len(self.tokens), tf.int64)
-        rules = tf.constant(self.pair_rules)
+        table = tf.constant(self.pair_rules)
 
         def pair_rules(ids, word_ids):
-            # Each symbol's pair with the next one in its piece: its rules' columns.
+            # Each symbol's pair with the next one in its piece: its row of rules.
             following = tf.concat([ids[1:], [-1]], 0)
             pair = tf.concat([word_ids[1:] == word_ids[:-1], [False]], 0)
             keys = tf.where(pair & (ids >= 0) & (following >= 0),
                             tf.cast(ids, tf.int64) * size + tf.cast(following, tf.int64), -1)
-            return tuple(tf.unstack(tf.gather(rules, self.pair_table.lookup(keys), axis=1)))
+            return tf.gather(table, self.pair_table.lookup(keys))
 
-        def one_round(ids, byte_lengths, word_ids, rank, merged, joins_left, joins_right):
+        def one_round(ids, word_ids, rules):
+            rank, merged, joins_left, joins_right = tf.unstack(rules, axis=1)
             positions = tf.range(tf.size(ids))
             best = tf.gather(tf.math.unsorted_segment_min(rank, word_ids, num_words), word_ids)
             is_best = (rank == best) & (rank < NO_RANK)
@@ -269,15 +287,13 @@ class ByteLevelBPETokenizer(tf.Module):
                 first = tf.math.unsorted_segment_min(tf.where(is_best, positions, tf.size(ids)),
                                                      word_ids, num_words)
                 starts = is_best & (positions == tf.gather(first, word_ids))
-            ids = tf.where(starts, merged, ids)
-            byte_lengths += tf.where(starts, tf.concat([byte_lengths[1:], [0]], 0), 0)
             keep = tf.where(~tf.concat([[False], starts[:-1]], 0))[:, 0]
-            ids, byte_lengths, word_ids = (tf.gather(x, keep) for x in (ids, byte_lengths, word_ids))
-            return (ids, byte_lengths, word_ids) + pair_rules(ids, word_ids)
+            ids, word_ids = tf.gather(tf.where(starts, merged, ids), keep), tf.gather(word_ids, keep)
+            return ids, word_ids, pair_rules(ids, word_ids)
 
-        merged = tf.while_loop(lambda *state: tf.reduce_any(state[3] < NO_RANK), one_round,
-                               (ids, byte_lengths, word_ids) + pair_rules(ids, word_ids))
-        return merged[:3]
+        ids, word_ids, _ = tf.while_loop(lambda ids, word_ids, rules: tf.reduce_any(
+            rules[:, 0] < NO_RANK), one_round, (ids, word_ids, pair_rules(ids, word_ids)))
+        return ids, word_ids
 
     def split_and_merge(self, texts):
         """strings `[batch]` -> `(pieces, ids, byte_lengths, word_ids, special)`, flat
@@ -297,20 +313,26 @@ class ByteLevelBPETokenizer(tf.Module):
         wholes, misses = tf.where(whole_ids >= 0)[:, 0], tf.where(whole_ids < 0)[:, 0]
         miss_bytes = tf.strings.bytes_split(tf.gather(flat, misses))
         byte_ids = self.byte_id_table.lookup(miss_bytes.flat_values)
-        ids, byte_lengths, miss_ids = self.merge(
-            byte_ids, tf.ones_like(byte_ids), tf.cast(miss_bytes.value_rowids(), tf.int32),
-            tf.size(misses))
-        # Into text order: before a whole piece's symbol come the symbols of the
-        # merged pieces before it; before a merged symbol the whole pieces before it.
+        ids, miss_ids = self.merge(byte_ids, tf.cast(miss_bytes.value_rowids(), tf.int32),
+                                   tf.size(misses))
+        byte_lengths = tf.gather(self.symbol_lengths, self.symbol_index(ids))
+        # Into text order: a whole piece's symbol comes after the whole pieces and
+        # the merged symbols before it; a merged symbol after the merged symbols
+        # and the whole pieces before it (its piece's index less the merged
+        # pieces before it).
         miss_pieces = tf.gather(misses, miss_ids)
         at = [tf.range(tf.size(wholes)) + tf.searchsorted(miss_pieces, wholes),
-              tf.range(tf.size(miss_pieces)) + tf.gather(
-                  tf.cumsum(tf.cast(whole_ids >= 0, tf.int32), exclusive=True), miss_pieces)]
+              tf.range(tf.size(miss_ids)) + tf.cast(miss_pieces, tf.int32) - miss_ids]
         ids = tf.dynamic_stitch(at, [tf.gather(whole_ids, wholes), ids])
         byte_lengths = tf.dynamic_stitch(at, [tf.gather(tf.strings.length(flat), wholes),
                                               byte_lengths])
         word_ids = tf.dynamic_stitch(at, [wholes, miss_pieces])
         return pieces, ids, byte_lengths, word_ids, tf.gather(special, word_ids)
+
+    def symbol_index(self, ids):
+        """Merged symbols' rows of `symbol_lengths` and the like (-1 - byte after
+        the tokens)."""
+        return tf.where(ids >= 0, ids, len(self.tokens) - 1 - ids)
 
     def symbol_ids(self, ids):
         """Merged symbols' ids, a byte outside the vocabulary `<unk>`'s."""
@@ -318,7 +340,8 @@ class ByteLevelBPETokenizer(tf.Module):
 
     def __call__(self, texts):
         """strings `[batch]` -> int32 ragged ids `[batch, (tokens)]`."""
-        return self.tokenize(texts).merge_dims(1, 2)
+        pieces, ids, _, word_ids, _ = self.split_and_merge(texts)
+        return by_text(self.symbol_ids(ids), word_ids, pieces)
 
     tokenize_flat = __call__  # BertTokenizer's name for it (BertPreprocessor calls it)
 
@@ -373,7 +396,7 @@ class ByteLevelBPETokenizer(tf.Module):
         ends = starts + byte_lengths
         # trim_offsets: leading / trailing spaces (Ġ, one byte each) are not in the
         # span, nor the white space a special token strips (raw bytes).
-        symbol = tf.where(ids >= 0, ids, len(self.tokens) - 1 - ids)
+        symbol = self.symbol_index(ids)
         special_text = tf.where(special, tf.gather(pieces.flat_values, word_ids), "")
         lengths = tf.strings.length(special_text)
         leading = tf.where(special, lengths - tf.strings.length(tf.strings.regex_replace(
@@ -412,6 +435,12 @@ class ByteLevelBPETokenizer(tf.Module):
         chars = tf.strings.unicode_split(symbols, "UTF-8")
         return tf.strings.reduce_join(chars.with_flat_values(
             self.char_table.lookup(chars.flat_values)), axis=-1)
+
+
+def mark_pieces(texts):
+    """GPT-2's pieces, each with a MARK before it (some empty between two MARKs)."""
+    marked = tf.strings.regex_replace(texts, LAST_SPACE, rf"\1{MARK}\2\3")
+    return tf.strings.regex_replace(marked, PIECE, rf"{MARK}\0")
 
 
 def merge_ranks(tokens, merges):
@@ -478,14 +507,25 @@ def one_token_words(tokens, ranks, byte_chars):
 
 
 def by_piece(values, word_ids, pieces):
-    """Flat token `values` of piece `word_ids` -> ragged `[batch, (pieces), (tokens)]`."""
-    return pieces.with_flat_values(tf.RaggedTensor.from_value_rowids(
-        values, word_ids, nrows=tf.size(pieces.flat_values, out_type=tf.int64)))
+    """Flat token `values` of piece `word_ids` (sorted) -> ragged `[batch, (pieces),
+    (tokens)]`, the empty pieces left out."""
+    keep = tf.strings.length(pieces.flat_values) > 0
+    kept = tf.concat([tf.where(keep)[:, 0], [tf.size(keep, tf.int64)]], 0)
+    tokens = tf.RaggedTensor.from_row_splits(
+        values, tf.searchsorted(word_ids, kept, out_type=tf.int64), validate=False)
+    return tf.RaggedTensor.from_row_splits(tokens, kept_splits(keep, pieces.row_splits),
+                                           validate=False)
+
+
+def kept_splits(keep, row_splits):
+    """Row splits after keeping the flat values where `keep`."""
+    return tf.gather(tf.concat([[0], tf.cumsum(tf.cast(keep, tf.int64))], 0), row_splits)
 
 
 def by_text(values, word_ids, pieces):
-    """Flat token `values` of piece `word_ids` -> ragged `[batch, (tokens)]`."""
-    return by_piece(values, word_ids, pieces).merge_dims(1, 2)
+    """Flat token `values` of piece `word_ids` (sorted) -> ragged `[batch, (tokens)]`."""
+    return tf.RaggedTensor.from_row_splits(
+        values, tf.searchsorted(word_ids, pieces.row_splits, out_type=tf.int64), validate=False)
 
 
 def char_index(char_table, byte_offsets, text_ids):

@@ -127,7 +127,7 @@ def test_write_json_to_a_url_goes_through_gfile_and_a_rename():
     assert tf.io.gfile.listdir("ram://atomic-test/out") == ["meta.json"]
 
 
-@pytest.mark.parametrize("target", ["", ".", "..", None])
+@pytest.mark.parametrize("target", ["", ".", ".."])
 def test_the_current_directory_and_its_parents_are_never_replaced(tmp_path, monkeypatch, target):
     """An export to "" once replaced a whole working tree (the current directory)."""
     work = tmp_path / "work"
@@ -139,6 +139,17 @@ def test_the_current_directory_and_its_parents_are_never_replaced(tmp_path, monk
             pass
     assert (work / "src" / "keep.txt").read_text() == "mine"
     assert sorted(p.name for p in work.iterdir()) == ["src"]
+
+
+def test_none_is_no_path_not_an_empty_one():
+    """`save_pretrained(None)` once said "The output directory is empty"."""
+    with pytest.raises(TypeError, match=r"^output directory must be a path \(a string\), got "
+                                        r"None\.$"):
+        with atomic_dir(None):
+            pass
+    with pytest.raises(TypeError, match=r"^save_pretrained must be a path \(a string\), got 3\.$"):
+        with atomic_dir(3, "save_pretrained"):
+            pass
 
 
 def test_a_new_directory_below_the_current_one_is_written(tmp_path, monkeypatch):

@@ -141,8 +141,9 @@ CASES = [
         str(w["tmp"]), str(w["tmp"] / "out_hf")), r"config\.json"),
     ("convert: truncated safetensors", lambda w: truncated_safetensors(w), r"safetensors"),
     # --- Sentence embeddings and search ---
-    ("encode: one str", lambda w: sentence_encoder(w).encode("a sentence"), r"\[text\]"),
-    ("encode: None item", lambda w: sentence_encoder(w).encode(["ok", None]), r"item 1"),
+    ("encode: one str", lambda w: sentence_encoder(w).encode("a sentence"), r"texts is one string"),
+    ("encode: None item", lambda w: sentence_encoder(w).encode(["ok", None]),
+     r"texts\[1\] is NoneType"),
     ("encode: empty list", lambda w: sentence_encoder(w).encode([]), r"empty"),
     ("search: dims differ", lambda w: search.semantic_search(
         np.ones((2, 4), "float32"), np.ones((3, 5), "float32")), r"dim"),
@@ -202,7 +203,79 @@ CASES = [
      r"gradient_accumulation_steps: 16 does not divide batch_size 8"),
     ("train: learning_rate .inf", lambda w: load_train_config(w, "learning_rate: .inf\n"),
      r"learning_rate: expected a finite number, got inf"),
+    # --- Issue 66: the task API (`task.predict`, `task.eval_data`, `task.evaluate`) ---
+    # A bare string was read as one text per character; None items, a zero
+    # batch size and a path given for `dev` failed inside TensorFlow or Python.
+    ("tagging task: predict one str", lambda w: task(w, "tagging").predict(
+        task_model(w, "tagging"), "Paris is big"), r"^text is one string; pass a list"),
+    ("tagging task: predict None item", lambda w: task(w, "tagging").predict(
+        task_model(w, "tagging"), ["Paris", None]), r"^text\[1\] is NoneType \(None\), not str"),
+    ("tagging task: predict batch_size 0", lambda w: task(w, "tagging").predict(
+        task_model(w, "tagging"), ["Paris"], batch_size=0), r"^batch_size must be >= 1"),
+    ("QA task: predict two strings", lambda w: task(w, "qa").predict(
+        task_model(w, "qa"), "Who?", "Bob went home."), r"^questions is one string"),
+    ("QA task: predict None context", lambda w: task(w, "qa").predict(
+        task_model(w, "qa"), ["Who?"], [None]), r"^contexts\[0\] is NoneType"),
+    ("QA task: predict batch_size -1", lambda w: task(w, "qa").predict(
+        task_model(w, "qa"), ["Who?"], ["Bob."], batch_size=-1),
+     r"^batch_size must be >= 1 \(an integer\), got -1\.$"),  # once an empty answer list
+    ("cross-encoder task: predict a str query", lambda w: task(w, "cross").predict(
+        task_model(w, "cross"), "q", ["p"]), r"^query is one string"),
+    ("classification task: predict batch_size 0", lambda w: task(w, "classification").predict(
+        task_model(w, "classification"), ["ok"], batch_size=0), r"^batch_size must be >= 1"),
+    ("classification task: eval_data batch_size 0", lambda w: task(w, "classification")
+     .eval_data(write(w, "cls_dev.tsv", "sentence\tlabel\nFine .\tpos\n"), 0),
+     r"^batch_size must be >= 1"),
+    ("classification task: evaluate a path", lambda w: task(w, "classification").evaluate(
+        task_model(w, "classification"), "dev.tsv"),
+     r"^ClassificationTask\.evaluate takes dev = task\.eval_data\(path, batch_size\), not "
+     r"'dev\.tsv'"),  # once "too many values to unpack (expected 2)"
+    ("features task: one str", lambda w: task(w, "features").features(
+        task_model(w, "features"), "one text"), r"^text is one string"),
+    ("tsv: a directory", lambda w: readers.read_labeled_text(str(w["tmp"]), "text", "label"),
+     r"is a directory, not a data file"),  # once "Data file not found"
+    # --- Issue 66: vocabulary files, read by one reader ---
+    ("vocab: not UTF-8", lambda w: BertPreprocessor(write(
+        w, "latin1_vocab.txt", b"[PAD]\n[UNK]\ncaf\xe9\n", "wb")),
+     r"latin1_vocab\.txt, line 3: not UTF-8 text"),
+    ("convert: vocab.txt not UTF-8", lambda w: tfbert.convert.common.check_vocab(write(
+        w, "latin1_hf_vocab.txt", b"[PAD]\ncaf\xe9\n", "wb"), 2),
+     r"latin1_hf_vocab\.txt, line 2: not UTF-8 text"),  # once a bare UnicodeDecodeError
+    ("vocab: a directory", lambda w: BertPreprocessor(str(w["tmp"])),
+     r"^Vocabulary file .* is a directory, not a file\.$"),  # once "not found"
 ]
+
+
+TASKS = {
+    "classification": lambda: __import__("tfbert.tasks.classification", fromlist=["x"])
+    .ClassificationTask({"label_list": ["neg", "pos"], "text_column": "sentence",
+                         "seq_length": 16}),
+    "tagging": lambda: __import__("tfbert.tasks.tagging", fromlist=["x"]).TaggingTask(
+        {"label_list": ["O", "B-LOC"], "seq_length": 16}),
+    "qa": lambda: __import__("tfbert.tasks.question_answering", fromlist=["x"])
+    .QuestionAnsweringTask({"seq_length": 16, "max_query_length": 4, "doc_stride": 4,
+                            "version_2": False}),
+    "cross": lambda: __import__("tfbert.tasks.cross_encoder", fromlist=["x"]).CrossEncoderTask(
+        {"seq_length": 16}),
+    "features": lambda: __import__("tfbert.tasks.feature_extraction", fromlist=["x"])
+    .FeatureExtractionTask({"layers": [-1], "seq_length": 16}),
+}
+
+
+def task(w, name):
+    """A task of `TASKS` on the world's preprocessor, made once per module."""
+    key = f"task {name}"
+    if key not in w:
+        w[key] = TASKS[name]().prepare(w["pre"])
+    return w[key]
+
+
+def task_model(w, name):
+    """The task's model on the world's tiny encoder (random weights: nothing runs)."""
+    key = f"model {name}"
+    if key not in w:
+        w[key] = task(w, name).build_model(w["encoder"])
+    return w[key]
 
 
 def multi_label_task(w, **config):

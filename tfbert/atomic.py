@@ -30,6 +30,8 @@ import shutil
 import tempfile
 import time
 
+from tfbert import config_loader
+
 
 class DestinationError(ValueError):
     """An output directory that cannot be written (permissions, full disk, read-only)."""
@@ -41,15 +43,15 @@ _PROCESS_START = time.time()
 
 
 @contextlib.contextmanager
-def atomic_dir(out_dir):
+def atomic_dir(out_dir, name="output directory"):
     """Yields a temporary sibling of `out_dir` to write into; on success it
     replaces `out_dir` atomically, on error it is removed and `out_dir` is
     left as it was. The result gets the umask's normal directory mode (not
     the temporary directory's 0700), so e.g. a TF Serving process running as
     another user can read it. Stale temporaries of killed runs are removed.
 
-    `out_dir` is checked first (`check_replaceable`): the current directory
-    and its parents are never replaced.
+    `out_dir` is checked first (`check_replaceable`; `name`: the argument
+    its errors name): the current directory and its parents are never replaced.
 
     Example:
     >>> import tempfile
@@ -63,7 +65,7 @@ def atomic_dir(out_dir):
     Traceback (most recent call last):
     tfbert.atomic.DestinationError: The output directory is empty: name a directory to write (an empty path would replace the current directory).
     """
-    out_dir = check_replaceable(out_dir)
+    out_dir = check_replaceable(out_dir, name)
     parent = os.path.dirname(out_dir)
     base = os.path.basename(out_dir)
     try:
@@ -84,13 +86,16 @@ def atomic_dir(out_dir):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def check_replaceable(out_dir):
+def check_replaceable(out_dir, name="output directory"):
     """The absolute path of `out_dir`, refused (one `DestinationError`) when
     replacing it would delete what the user did not ask to replace: an empty
     path (it means the current directory), the current directory or one of its
     parents, the filesystem root or the home directory; and an existing file.
-    An export to "" once replaced a whole working tree this way."""
-    if out_dir is None or not str(os.fspath(out_dir)).strip():
+    An export to "" once replaced a whole working tree this way. None or
+    another non-path is a TypeError naming the argument `name`."""
+    if not isinstance(out_dir, (str, os.PathLike)):  # None is not "empty": it is no path
+        config_loader.check_path(out_dir, name)
+    if not str(os.fspath(out_dir)).strip():
         raise DestinationError("The output directory is empty: name a directory to write "
                                "(an empty path would replace the current directory).")
     path = os.path.abspath(out_dir)

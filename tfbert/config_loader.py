@@ -554,6 +554,20 @@ def read_json_object(path, name):
     return value
 
 
+def vocab_tokens(path):
+    """The tokens of a `vocab.txt`, one a line (a trailing blank line is not
+    a token): the one reader of vocabulary files. A missing file, a directory
+    or bytes that are not UTF-8 are one line naming the file (and the line)."""
+    if os.path.isdir(path):
+        raise ValueError(f"Vocabulary file {path} is a directory, not a file.")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"Vocabulary file not found: {path}")
+    tokens = [line.rstrip("\r\n") for _, line in text_lines(path)]
+    while tokens and not tokens[-1]:
+        tokens.pop()
+    return tokens
+
+
 def text_lines(path):
     """Yields `(line number, line)` of a UTF-8 text file (a byte-order mark is
     skipped; lines keep their end). Bytes that are not UTF-8 are one ValueError

@@ -113,6 +113,9 @@ def main(argv):
         if FLAGS.format == "openvino":
             export_openvino_from_flags()
             return
+        if FLAGS.precision != "fp32":  # not silently ignored: it would seem to have been applied
+            raise ValueError(f"--precision={FLAGS.precision} applies to --format=openvino only "
+                             "(--quantization sets a TFLite model's).")
         export(config_from_flags())
     except (ValueError, FileNotFoundError, TypeError, NotImplementedError, ImportError) as e:
         print(f"export: error: {e}", file=sys.stderr)

@@ -76,6 +76,12 @@ def test_plain_is_the_model_call(encoder):
                                   encoder(inputs, training=False)["sequence_output"])
 
 
+def test_jit_compile_takes_a_bool_only(encoder):
+    """Issue 66: jit_compile="no" (truthy) once compiled every export under XLA."""
+    with pytest.raises(TypeError, match=r"^jit_compile must be True or False, got 'no'\.$"):
+        compiled_call(encoder, "no")
+
+
 def test_bounded_shapes(encoder):
     call = compiled_call(encoder, jit_compile=True, max_tokens=10_000)
     fn = call.compiled_function

@@ -160,6 +160,20 @@ def test_fp32_outputs_match_the_saved_model(minilm_exports, sentences, name):
 
 
 @pytest.mark.slow
+def test_pairs_that_normalize_to_nothing_are_answered(minilm_exports):
+    """Issue 66: a batch of pairs whose every text normalizes to nothing made
+    OpenVINO's tokenizer fail ("Broadcast ... cannot be broadcasted"), as did
+    an empty batch of pairs; both are answered as the SavedModel answers."""
+    paths, irs = minilm_exports
+    model = OpenVINOModel(irs["pairs"])
+    texts = {"text": ["", " ", "\ue000"], "text_b": ["", "\ue000", " "]}
+    got = model(texts)
+    assert max(max_abs_diffs(got, saved_model_outputs(paths["pairs"], texts)).values()) < 1e-5
+    assert {k: v.shape[0] for k, v in model({"text": [], "text_b": []}).items()} == dict.fromkeys(
+        ["label", "label_id", "logits", "probabilities"], 0)
+
+
+@pytest.mark.slow
 def test_bf16_and_int8_figures(minilm_exports, sentences, tmp_path):
     """bf16 (inference hint) and int8 (NNCF, calibrated on other docstring
     texts) against the fp32 SavedModel; the figures docs/export.md quotes."""
@@ -249,9 +263,20 @@ def test_empty_batch_empty_and_invalid_utf8_strings(tiny):
     assert {k: v.shape[0] for k, v in model({"text": []}).items()} == dict.fromkeys(
         ["label", "label_id", "logits", "probabilities"], 0)
     texts = [b"caf\xc3\xa9 \xff\xfe ok", b"", b"   ", "\ue000\U000f0000".encode()]
-    got = model({"text": texts})
+    # The served signature (tools/predict.py) drops invalid bytes, as the SavedModel does;
+    # the Python call takes text, as the strings-in models do: such bytes are one line.
+    served = model.signatures["serving_default"](text=tf.constant(texts))
+    got = {k: v.numpy() for k, v in served.items()}
+    got["label"] = np.array([s.decode() for s in got["label"]], object)
     want = saved_model_outputs(saved, {"text": texts})
     assert max(max_abs_diffs(got, want).values()) < 1e-5
+    valid = texts[1:]
+    got = model({"text": valid})
+    assert max(max_abs_diffs(got, saved_model_outputs(saved, {"text": valid})).values()) < 1e-5
+    with pytest.raises(ValueError, match=r"^inputs\['text'\]\[0\] is bytes that are not UTF-8 "
+                                         r"text \(invalid start byte at byte 6\): decode it "
+                                         r"first\.$"):
+        model({"text": texts})
 
 
 def test_a_pruned_model_converts_at_parity(uncased_vocab_file, tmp_path):
@@ -311,22 +336,31 @@ def test_tools_export_and_predict(tiny, tmp_path):
 
 
 def test_call_errors_are_one_line(tiny):
+    """Each batch is checked as the strings-in models check theirs
+    (`text_data.text_column`), before OpenVINO sees it."""
     model = OpenVINOModel(tiny[1])
-    with pytest.raises(ValueError, match=r"^input 'text' must be a 1-D batch of strings "
-                                         r"\[batch\]; got shape \(2, 2\)\.$"):
+    with pytest.raises(ValueError, match=r"^inputs\['text'\] must be one text per example "
+                                         r"\(rank 1\); inputs\['text'\]\[0\] is a list\.$"):
         model({"text": [["a", "b"], ["c", "d"]]})
-    with pytest.raises(ValueError, match="got one string"):
+    with pytest.raises(TypeError, match=r"^inputs\['text'\] is one string; pass a list"):
         model({"text": "a"})
     with pytest.raises(ValueError, match=r"inputs must be \['text'\]; missing \[\], "
                                          r"unexpected \['text_b'\]"):
         model({"text": ["a"], "text_b": ["b"]})
-    with pytest.raises(TypeError, match="input 'text' must hold strings; item 1 is int 3"):
+    with pytest.raises(TypeError, match=r"^inputs\['text'\]\[1\] is an int \(3\), not a string"):
         model({"text": ["a", 3]})
     # None is refused too (it once answered a label: the search for a bad item
     # returned None, which read as "no bad item").
-    with pytest.raises(TypeError, match="input 'text' must hold strings; item 1 is NoneType "
-                                        "None"):
+    with pytest.raises(TypeError, match=r"^inputs\['text'\]\[1\] is NoneType \(None\), not "
+                                        r"str\.$"):
         model({"text": ["fine", None]})
+    with pytest.raises(TypeError, match=r"^inputs\['text'\] is None, not a list of texts\.$"):
+        model({"text": None})  # once "got shape ()"
+    with pytest.raises(TypeError, match=r"^inputs\['text'\] is a set, whose order is arbitrary"):
+        model({"text": {"b", "a"}})  # once "got shape ()"
+    with pytest.raises(ValueError, match=r"cannot load the model on 'TPU': Device with \"TPU\" "
+                                         r"name is not registered"):
+        OpenVINOModel(tiny[1], device="TPU")  # once the name of a C++ source file
 
 
 def test_loading_a_truncated_or_foreign_bin_is_one_line(tiny, tmp_path):
@@ -372,6 +406,19 @@ def test_export_refusals_are_one_line(tiny, uncased_vocab_file, tmp_path):
         export_openvino(saved, str(tmp_path / "a"), precision="fp16")
     with pytest.raises(FileNotFoundError, match="no saved_model.pb"):
         export_openvino(str(tmp_path), str(tmp_path / "a"))
+    # Issue 66: named, before the conversion (os.fspath's TypeError; a file after 16 s).
+    with pytest.raises(TypeError, match=r"^saved_model_dir must be a path \(a string\), got "
+                                        r"None\.$"):
+        export_openvino(None, str(tmp_path / "a"))
+    (tmp_path / "taken").write_text("")
+    with pytest.raises(ValueError, match=r"^output_dir: .*taken is a file, not a directory"):
+        export_openvino(saved, str(tmp_path / "taken"))
+    with pytest.raises(TypeError, match=r"^calibration_texts is one string"):
+        export_openvino(saved, str(tmp_path / "a"), precision="int8", calibration_texts="abc")
+    with pytest.raises(ValueError, match=r"^calibration_texts\[0\] must be 1 string\(s\) "
+                                         r"\(text\); got None\.$"):  # once NoneType not iterable
+        export_openvino(saved, str(tmp_path / "a"), precision="int8",
+                        calibration_texts=[None] * 40)
     # A SavedModel that is not a tfbert task export.
     @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
     def double(x):

@@ -337,8 +337,13 @@ TWO = [("open a file", "Open the file."), ("sort a list", "Sort the list.")]
                                                                   r"passage\)"),
     ("ids as an array", lambda m: m.fit(np.array([[2, 7, 3]]), [1]),
      r"x holds int64 values, not strings"),
-    ("ids as lists", lambda m: m.predict([[2, 7]]), r"pair 0: the query is int, not a str: "
-                                                    r"this model takes raw text"),
+    ("ids as lists", lambda m: m.predict([[2, 7]]), r"pair 0: the query is an int \(2\), not "
+                                                    r"a string: this model takes raw text"),
+    # Issue 66: the pairs' texts are checked as every strings model checks its texts.
+    ("bytes not UTF-8", lambda m: m.predict([(b"caf\xe9", "p")]),
+     r"^pair 0: the query is bytes that are not UTF-8 text"),  # a bare UnicodeDecodeError
+    ("return_documents a string", lambda m: m.rank("q", ["p"], return_documents="no"),
+     r"^return_documents must be True or False, got 'no'\.$"),  # "no" read as True
     ("ids to evaluate", lambda m: m.evaluate(tf.constant([[2, 7]]), [1]), r"holds int32"),
     ("empty list", lambda m: m.fit([], []), r"x is an empty list of pairs"),
     ("empty columns", lambda m: m.predict(([], [])), r"x\[0\] is empty"),

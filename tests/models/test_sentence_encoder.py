@@ -79,10 +79,12 @@ def test_progress_bar(model, capsys):
 
 
 @pytest.mark.parametrize("texts, error, match", [
-    ([], ValueError, "empty list"),
-    (["ok", 3], TypeError, "item 1 is int"),
-    (["ok", None], TypeError, "item 1 is NoneType"),
-    ("one string", TypeError, "wrap it as"),
+    ([], ValueError, r"texts is empty: no texts"),
+    (["ok", 3], TypeError, r"texts\[1\] is an int \(3\)"),
+    (["ok", None], TypeError, r"texts\[1\] is NoneType \(None\)"),
+    ({"b", "a"}, TypeError, r"texts is a set, whose order is arbitrary"),
+    ([b"\xff"], ValueError, r"texts\[0\] is bytes that are not UTF-8 text"),
+    ("one string", TypeError, r"texts is one string; pass a list of texts"),
 ])
 def test_bad_inputs(model, texts, error, match):
     with pytest.raises(error, match=match):
@@ -96,6 +98,19 @@ def test_bad_settings(model):
         SentenceEncoder(model.encoder).encode(["x"])
     with pytest.raises(ValueError, match=r"save: m\.h5 does not end in \.keras"):
         model.save("m.h5")  # Keras' own message names model.export, not the path
+    # Issue 66: each of these was Keras' answer from inside, or silently taken.
+    with pytest.raises(TypeError, match=r"^SentenceEncoder\.predict takes the dict of the "
+                                        r"three int32 id tensors; embed texts with encode"):
+        model.predict(["a text"])  # Keras: "Unrecognized data type"
+    with pytest.raises(TypeError, match=r"^show_progress must be True or False or None, got "
+                                        r"'no'\.$"):
+        model.encode(["x"], show_progress="no")  # "no" showed a bar
+    with pytest.raises(TypeError, match=r"^SentenceEncoder got unexpected keyword argument\(s\) "
+                                        r"\['normalise'\]\.$"):
+        SentenceEncoder(model.encoder, normalise=False)  # Keras dropped it: normalized
+    with pytest.raises(TypeError, match=r"^save_pretrained must be a path \(a string\), got "
+                                        r"None\.$"):
+        model.save_pretrained(None)  # once "The output directory is empty"
 
 
 def test_long_text_windows_pool_by_wordpieces(model):

@@ -288,6 +288,23 @@ print(json.dumps({{"replicas": strategy.num_replicas_in_sync,
     (lambda m: m.save(None), r"^save must be a path \(a string\), got None\.$"),
     (lambda m: m.save("m.h5"), r"^save: m\.h5 does not end in \.keras; name a \.keras file"),
     (lambda m: m.save("."), r"^save: \. is a directory; name a \.keras file to write\.$"),
+    # Issue 66, the sweep: each was an error from inside, or an answer.
+    (lambda m: m.save_pretrained(None), r"^save_pretrained must be a path \(a string\), got "
+                                        r"None\.$"),  # once "The output directory is empty"
+    (lambda m: m.predict({"b", "a"}), r"^x is a set, whose order is arbitrary"),  # rows shuffled
+    (lambda m: m.fit(["a", "b"], [0, 1], seed="x"), r"^seed must be >= 0 \(an integer or "
+                                                    r"None\), got 'x'\.$"),  # TensorFlow's
+    (lambda m: m.fit(["a", "b"], [0, 1], sample_weight=["x", "y"]),
+     r"^sample_weight must be numbers, one weight per text"),  # NumPy's "could not convert"
+    (lambda m: TextClassifier(m.encoder, m.preprocessor, label_list="ab"),
+     r"^label_list must be a list of label names, got the string 'ab'\.$"),  # labels a, b
+    (lambda m: TextClassifier(m.encoder, m.preprocessor, num_clases=3),
+     r"^TextClassifier got unexpected keyword argument\(s\) \['num_clases'\]\.$"),  # dropped
+    (lambda m: TextClassifier.from_pretrained("nowhere", seq_length=0),
+     r"^seq_length must be >= 2 \(an integer\), got 0\.$"),  # a saved seq_length stood in
+    (lambda m: TextClassifier.from_preset("tiny", None), r"^vocab_file must be a path"),
+    (lambda m: m.fit(tf.data.Dataset.from_tensor_slices((["a", "b"], [0, 7])).batch(2)),
+     r"^x: the dataset holds a class id outside \[0, 2\) \(num_classes=2\)\.$"),
 ])
 def test_bad_input_is_one_line(call, match):
     model = tiny()

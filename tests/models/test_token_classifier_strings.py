@@ -270,6 +270,10 @@ BAD_INPUTS = [
      r"dataset of texts only: fit and evaluate need"),
     ("validation_split", lambda m: m.fit([["a"]], [["O"]], validation_split=0.5),
      r"validation_split is not supported"),
+    ("return_logits a string", lambda m: m.predict(["a b"], return_logits="no"),
+     r"^return_logits must be True or False, got 'no'\.$"),  # issue 66: "no" read as True
+    ("label_list not a list", lambda m: TokenClassifier(m.encoder, m.preprocessor, label_list=3),
+     r"^label_list must be a list of tag names \(in class-id order\), got int\.$"),
     ("no classes", lambda m: TokenClassifier(m.encoder, m.preprocessor),
      r"needs num_classes or label_list"),
     ("label count", lambda m: tiny(num_classes=3, label_list=["O", "B"]),

@@ -77,6 +77,10 @@ def case(tmp, name):
             "export.py", [f"--checkpoint_dir={tmp}", f"--output_dir={tmp / 'e'}", "--format=tflite",
                           "--text_input", "--set", "tflite_padding=max"],
             r"--set tflite_padding=max: must be one of \['longest', 'max_length'\], got 'max'\.$"),
+        "export: --precision outside openvino": (  # issue 66: it was silently not applied
+            "export.py", [f"--checkpoint_dir={tmp}", f"--output_dir={tmp / 'hf'}",
+                          "--format=huggingface", "--precision=int8"],
+            r"--precision=int8 applies to --format=openvino only"),
         "convert: missing input": (
             "convert_checkpoint.py", ["--source=huggingface", f"--input_dir={tmp / 'hf'}",
                                       f"--output_dir={tmp / 'c'}"], r"hf"),
@@ -104,7 +108,7 @@ NAMES = ["finetune: batch_size lots", "finetune: YAML syntax", "finetune: missin
          "pretrain: budget not positive", "pretrain: budget infinite", "pretrain: budget NaN",
          "pretrain: budget and num_train_steps",
          "create_pretraining_data: missing corpus", "export: not a checkpoint",
-         "export: tflite_padding unknown",
+         "export: tflite_padding unknown", "export: --precision outside openvino",
          "convert: missing input", "predict: body not JSON", "benchmark: --json without --peers",
          "benchmark: --json into a missing directory", "benchmark: unknown benchmark",
          "visualize: no run"]

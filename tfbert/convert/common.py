@@ -422,10 +422,7 @@ def require_file(path, what):
 def check_vocab(vocab_file, vocab_size):
     """The vocabulary must have exactly one token per embedding row."""
     require_file(vocab_file, "Vocabulary file (vocab.txt)")
-    with open(vocab_file, encoding="utf-8") as f:
-        tokens = [line.rstrip("\r\n") for line in f]
-    while tokens and not tokens[-1]:  # a trailing blank line is not a token
-        tokens.pop()
+    tokens = config_loader.vocab_tokens(vocab_file)
     num_tokens = len(tokens)
     if num_tokens != vocab_size:
         raise ValueError(

@@ -283,8 +283,7 @@ def task_labels(ckpt, head):
 
 
 def special_id(ckpt, token, default):
-    with open(ckpt.vocab_file, encoding="utf-8") as f:
-        tokens = [line.rstrip("\r\n") for line in f]
+    tokens = config_loader.vocab_tokens(ckpt.vocab_file)
     return tokens.index(token) if token in tokens else default
 
 

@@ -55,6 +55,8 @@ class TaggedSentences:
 
 
 def _check_file(path):
+    if os.path.isdir(path):  # not "not found": it is there, but not a file
+        raise ValueError(f"{path} is a directory, not a data file.")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"Data file not found: {path}")
     if os.path.getsize(path) == 0:

@@ -54,6 +54,8 @@ def _byte_offset(text, char_offset):
 
 def read_squad(path):
     """Reads a SQuAD JSON file into a `SquadData` (checks every answer)."""
+    if os.path.isdir(path):  # not "not found": it is there, but not a file
+        raise ValueError(f"{path} is a directory, not a SQuAD file.")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"SQuAD file not found: {path}")
     with open(path, "rb") as f:

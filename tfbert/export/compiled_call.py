@@ -41,6 +41,7 @@ True
 
 import tensorflow as tf
 
+from tfbert.config_loader import check_bool
 from tfbert.export.input_check import find_encoder_config
 from tfbert.text.packer import BUCKETS
 
@@ -74,6 +75,8 @@ def compiled_call(model, jit_compile, buckets=BUCKETS, max_tokens=XLA_MAX_TOKENS
     without `jit_compile`), which task exports write as TF Serving warmup
     requests (`tfbert.export.warmup`).
     """
+    jit_compile = check_bool(jit_compile, "jit_compile")  # "no" would read as True
+
     def plain(inputs):
         return model(inputs, training=False)
 

@@ -30,6 +30,7 @@ import re
 
 import numpy as np
 
+from tfbert import config_loader
 from tfbert.atomic import atomic_dir, write_json
 from tfbert.export.openvino_model import (FORMAT, METADATA_FILE, file_digest, infer,
                                           require_openvino)
@@ -66,7 +67,10 @@ def export_openvino(saved_model_dir, output_dir, precision="fp32", calibration_t
     require_openvino()
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {list(PRECISIONS)}, got {precision!r}.")
-    saved_model_dir = os.fspath(saved_model_dir)
+    saved_model_dir = config_loader.check_path(saved_model_dir, "saved_model_dir")
+    config_loader.check_dir_to_write(output_dir, "output_dir")  # before minutes of work
+    calibration_size = config_loader.check_int(calibration_size, "calibration_size",
+                                               MIN_CALIBRATION_TEXTS)
     if not os.path.isfile(os.path.join(saved_model_dir, "saved_model.pb")):
         raise FileNotFoundError(f"Not a SavedModel directory (no saved_model.pb): {saved_model_dir}")
     settings = read_text_settings(saved_model_dir)
@@ -227,13 +231,16 @@ def _calibration_rows(texts, text_inputs, size):
     if texts is None:
         raise ValueError("precision='int8' needs calibration_texts (e.g. --representative_file: "
                          "real sentences like the ones the model will serve).")
+    if isinstance(texts, (str, bytes)):
+        raise TypeError("calibration_texts is one string; pass a list of texts.")
     rows = []
-    for item in list(texts)[:size]:
-        row = (item,) if isinstance(item, str) else tuple(item)
-        if len(row) != len(text_inputs) or not all(isinstance(t, str) for t in row):
-            raise ValueError(f"calibration_texts: each item must be {len(text_inputs)} "
+    for i, item in enumerate(list(texts)[:size]):
+        row = (item,) if isinstance(item, str) else item
+        if (not isinstance(row, (tuple, list)) or len(row) != len(text_inputs)
+                or not all(isinstance(t, str) for t in row)):
+            raise ValueError(f"calibration_texts[{i}] must be {len(text_inputs)} "
                              f"string(s) ({', '.join(text_inputs)}); got {item!r:.60}.")
-        rows.append(row)
+        rows.append(tuple(row))
     if len(rows) < MIN_CALIBRATION_TEXTS:
         raise ValueError(f"calibration_texts holds {len(rows)} texts; int8 calibration needs at "
                          f"least {MIN_CALIBRATION_TEXTS} real sentences.")

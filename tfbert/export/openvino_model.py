@@ -46,9 +46,12 @@ class OpenVINOModel:
         precision: override the export's precision hint (`fp32`, `bf16`).
         device: OpenVINO device name.
 
-    Call with a dict `{input name: list of str (or bytes)}` (one 1-D batch per
-    input, as the SavedModel's `serving_default`); returns `{output name:
-    numpy array}`, strings as Python `str` in object arrays.
+    Call with a dict `{input name: list of str (or UTF-8 bytes)}` (one 1-D
+    batch per input, as the SavedModel's `serving_default`); returns `{output
+    name: numpy array}`, strings as Python `str` in object arrays. Each batch
+    is checked as the strings-in models check theirs
+    (`tfbert.text.raw_texts.text_column`), before OpenVINO sees it; an
+    empty batch gives empty outputs.
     """
 
     def __init__(self, path, precision=None, device="CPU"):
@@ -69,7 +72,7 @@ class OpenVINOModel:
             self._compiled = core.compile_model(
                 model, device, {"INFERENCE_PRECISION_HINT": PRECISION_HINTS[self.precision]})
         except RuntimeError as e:
-            raise ValueError(f"{self.path}: OpenVINO cannot load the model: "
+            raise ValueError(f"{self.path}: OpenVINO cannot load the model on {device!r}: "
                              f"{_first_line(str(e))}") from None
         self._request = self._compiled.create_infer_request()
         # What tfbert.export.serving.predict calls on a loaded SavedModel, so
@@ -77,14 +80,18 @@ class OpenVINOModel:
         self.signatures = {"serving_default": _ServingSignature(self)}
 
     def __call__(self, inputs):
-        batch = self._check(inputs)
+        columns = self._check(inputs)
+        batch = len(columns[0])
         if batch == 0:  # OpenVINO's string ops need a row: run one, keep none
-            return {k: v[:0] for k, v in self({n: [""] for n in self.input_names}).items()}
-        arrays = [_string_array(inputs[n]) for n in self.input_names]
+            return {k: v[:0] for k, v in self({n: ["a"] for n in self.input_names}).items()}
+        arrays = [np.array(list(c), dtype=np.str_) for c in columns]
         outputs = infer(self._request, arrays, batch)
         return {name: _plain(outputs[name]) for name in self.output_names}
 
     def _check(self, inputs):
+        """The inputs' columns of str in `input_names` order, or one line."""
+        from tfbert.text.raw_texts import text_column  # tfbert.text imports TensorFlow
+
         if not isinstance(inputs, dict):
             raise TypeError(f"OpenVINOModel takes a dict {{input name: list of strings}} "
                             f"with inputs {self.input_names}; got {type(inputs).__name__}.")
@@ -93,28 +100,13 @@ class OpenVINOModel:
         if missing or extra:
             raise ValueError(f"inputs must be {self.input_names}; missing {missing}, "
                              f"unexpected {extra}.")
-        sizes = {}
-        for name in self.input_names:
-            value = inputs[name]
-            if isinstance(value, (str, bytes)):
-                raise ValueError(f"input {name!r} must be a 1-D batch of strings [batch]; got "
-                                 f"one string (wrap it in a list).")
-            shape = np.shape(np.asarray(value, dtype=object))
-            if len(shape) != 1:
-                raise ValueError(f"input {name!r} must be a 1-D batch of strings [batch]; "
-                                 f"got shape {shape}.")
-            # The index, not the item: an item None must not read as "none bad".
-            bad = next((i for i, v in enumerate(value)
-                        if not isinstance(v, (str, bytes, np.str_, np.bytes_))), None)
-            if bad is not None:
-                item = list(value)[bad]
-                raise TypeError(f"input {name!r} must hold strings; item {bad} is "
-                                f"{type(item).__name__} {item!r:.40}.")
-            sizes[name] = shape[0]
+        columns = [text_column(inputs[n], f"inputs[{n!r}]", allow_empty=True)
+                   for n in self.input_names]
+        sizes = {n: len(c) for n, c in zip(self.input_names, columns)}
         if len(set(sizes.values())) > 1:
             raise ValueError(f"inputs have different batch sizes {sizes}; give one string "
                              "per example in each.")
-        return next(iter(sizes.values()))
+        return columns
 
 
 class _ServingSignature:
@@ -132,7 +124,9 @@ class _ServingSignature:
     def __call__(self, **tensors):
         import tensorflow as tf
 
-        outputs = self._model({k: v.numpy().tolist() for k, v in tensors.items()})
+        # Invalid UTF-8 bytes are dropped, as tfbert's served tokenizer does.
+        outputs = self._model({k: [t.decode("utf-8", "ignore") for t in v.numpy().tolist()]
+                               for k, v in tensors.items()})
         return {k: tf.constant(v.tolist() if v.dtype == object else v,
                                tf.string if v.dtype == object else None)
                 for k, v in outputs.items()}
@@ -142,25 +136,26 @@ def infer(request, arrays, batch):
     """Output arrays by name of one call of `request` on string `arrays`.
 
     openvino-tokenizers 2026.4 returns a single row when every text of a batch
-    normalizes to nothing (e.g. only private-use characters); such a batch is
-    run again with one plain text appended, whose row is dropped."""
-    outputs = _run(request, arrays)
-    if any(v.shape[:1] != (batch,) for v in outputs.values() if v.ndim):
+    normalizes to nothing (e.g. only private-use characters), and fails on
+    such a batch of pairs; such a batch is run again with one plain text
+    appended, whose row is dropped."""
+    try:
+        outputs = _run(request, arrays)
+    except RuntimeError:
+        outputs = None
+    if outputs is None or any(v.shape[:1] != (batch,) for v in outputs.values() if v.ndim):
         padded = [np.concatenate([a, np.array(["a"], a.dtype)]) for a in arrays]
-        outputs = {k: v[:batch] for k, v in _run(request, padded).items()}
+        try:
+            outputs = {k: v[:batch] for k, v in _run(request, padded).items()}
+        except RuntimeError as e:
+            raise ValueError(f"OpenVINO failed on a batch of {batch}: "
+                             f"{_first_line(str(e))}") from None
     return outputs
 
 
 def _run(request, arrays):
     result = request.infer(arrays)
     return {next(iter(port.get_names())): value for port, value in result.items()}
-
-
-def _string_array(values):
-    # Invalid UTF-8 bytes are dropped, as tfbert's tokenizer does (the IR's
-    # tokenizer would make them [UNK]).
-    return np.array([v.decode("utf-8", "ignore") if isinstance(v, bytes) else str(v)
-                     for v in values], dtype=np.str_)
 
 
 def _plain(value):
@@ -209,4 +204,8 @@ def read_metadata(path):
 
 
 def _first_line(message):
-    return next((line.strip() for line in message.splitlines() if line.strip()), message)
+    """The first line of an OpenVINO error that says what went wrong (its
+    first lines only name the C++ source files it passed through)."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    return next((line for line in lines if not line.startswith("Exception from ")),
+                lines[0] if lines else message)

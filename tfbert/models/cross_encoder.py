@@ -61,12 +61,13 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert import checkpoint
-from tfbert.config_loader import check_int
+from tfbert.config_loader import check_bool, check_int
 from tfbert.models.classifier import BertClassifier
 from tfbert.models.text_classifier import TextClassifier
-from tfbert.models.text_data import IDS_HINT, holds_ids, is_pair, text_columns
+from tfbert.models.text_data import holds_ids, is_pair, text_columns
 from tfbert.text.packer import trim_to_bucket
 from tfbert.text.preprocessor import BertPreprocessor
+from tfbert.text.raw_texts import check_text
 
 ACTIVATIONS = ("sigmoid", None)
 DEFAULT_SEQ_LENGTH = 512  # sentence-transformers' default: the tokenizer's model_max_length
@@ -316,6 +317,7 @@ class CrossEncoder(TextClassifier):
             raise TypeError(f"rank takes a list of passages, got {type(passages).__name__}.")
         passages = list(passages)
         top_k = check_int(top_k, "top_k", 1, allow_none=True)
+        check_bool(return_documents, "return_documents")
         scores = self.predict([(query, p) for p in passages], batch_size=batch_size)
         order = np.argsort(-scores, kind="stable")[:top_k]
         hits = [{"corpus_id": int(i), "score": float(scores[i])} for i in order]
@@ -388,10 +390,5 @@ def pair_list_columns(pairs):
         if isinstance(pair, str) or not hasattr(pair, "__len__") or len(pair) != 2:
             raise TypeError(f"pair {i} must be (query, passage), got {pair!r:.60}.")
         for column, what, text in zip(columns, ("query", "passage"), pair):
-            if isinstance(text, bytes):
-                text = text.decode("utf-8")
-            if not isinstance(text, str):
-                hint = f": {IDS_HINT}" if isinstance(text, (int, np.integer)) else ""
-                raise TypeError(f"pair {i}: the {what} is {type(text).__name__}, not a str{hint}.")
-            column[i] = text
+            column[i] = check_text(text, f"pair {i}: the {what}")
     return columns[0], columns[1]

@@ -23,6 +23,19 @@ from tfbert.encoder import INPUT_NAMES, BertEncoder
 from tfbert.train.optimizer import build_before_fit
 
 
+# Keras' functional `Model` reads `name` and `trainable` and drops any other
+# keyword without a word: a misspelt argument (`num_clases=3`) would be lost.
+KERAS_MODEL_KWARGS = ("name", "trainable")
+
+
+def check_model_kwargs(owner, kwargs):
+    """One TypeError naming the keyword arguments that `owner` (a model
+    class name) does not take, instead of Keras dropping them."""
+    unknown = sorted(set(kwargs) - set(KERAS_MODEL_KWARGS))
+    if unknown:
+        raise TypeError(f"{owner} got unexpected keyword argument(s) {unknown}.")
+
+
 def holds_text(x):
     """True when `x` is raw text (a str, a list of them, a string array or
     tensor, or a dataset yielding strings) rather than the id tensors."""
@@ -46,6 +59,10 @@ class EncoderModel(keras.Model):
     model) instead of Keras' report from inside the graph: these models take
     the three id tensors; `TextClassifier` takes strings.
     """
+
+    def __init__(self, inputs, outputs, **kwargs):
+        check_model_kwargs(type(self).__name__, kwargs)
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
     def _refuse_text(self, x):
         if holds_text(x):

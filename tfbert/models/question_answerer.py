@@ -55,6 +55,8 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert import checkpoint
+from tfbert.config_loader import check_int
+from tfbert.atomic import check_replaceable
 from tfbert.data.batching import window_stream
 from tfbert.models.answer_spans import (ANSWER_NOT_AT_START, SPAN_LOSS_WEIGHTS,
                                         answer_byte_range, answer_strings, question_windows,
@@ -160,6 +162,7 @@ class QuestionAnswerer(StringsModel, BertSpanLabeler):
         """From a tfbert checkpoint: a converted or pretrained encoder (a fresh
         span head), or one `save_pretrained` wrote (its head and settings;
         keyword arguments override the settings)."""
+        check_int(seq_length, "seq_length", 5)  # before a saved seq_length can stand in for it
         ckpt = checkpoint.read_checkpoint(checkpoint_dir)
         encoder = cls.pretrained_encoder(ckpt)
         settings = ckpt.question_answerer
@@ -394,6 +397,7 @@ class QuestionAnswerer(StringsModel, BertSpanLabeler):
         Keras' `Model.export`."""
         if format != "tf_saved_model":
             return super().export(filepath, format=format, **kwargs)
+        check_replaceable(filepath, "export")
         # export/ builds on models: imported here.
         from tfbert.export.compiled_call import compiled_call
         from tfbert.export.task_model import export_task_model

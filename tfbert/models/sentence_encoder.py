@@ -10,8 +10,9 @@ import tensorflow as tf
 from keras import ops
 
 from tfbert import checkpoint
+from tfbert.atomic import check_replaceable
 from tfbert.checkpoint import DENSE_ACTIVATIONS, SentenceSettings
-from tfbert.config_loader import check_file_to_write, check_int
+from tfbert.config_loader import check_bool, check_file_to_write, check_int
 from tfbert.data.batching import epoch_batches
 from tfbert.data.batching import steps_per_epoch as steps_per_epoch_of
 from tfbert.encoder import INPUT_NAMES, BertEncoder
@@ -19,11 +20,12 @@ from tfbert.layers.pooling import check_pooling, pool_tokens
 from tfbert.losses import MultipleNegativesRankingLoss
 from tfbert.losses.base import SentenceLoss
 from tfbert.data.batching import count_batches
-from tfbert.models.encoder_model import pruned_model
+from tfbert.models.encoder_model import check_model_kwargs, holds_text, pruned_model
 from tfbert.models.strings_model import recipe_batch_size, recipe_optimizer
-from tfbert.models.text_data import check_batch_size, holds_ids, text_column
+from tfbert.models.text_data import check_batch_size, holds_ids
 from tfbert.text.packer import trim_to_longest
 from tfbert.text.preprocessor import BertPreprocessor
+from tfbert.text.raw_texts import text_column
 from tfbert.text.windows import (WINDOW_MODES, count_windows, pack_windows, pool_windows,
                                  window_batches)
 from tfbert.train.optimizer import build_before_fit
@@ -100,6 +102,7 @@ class SentenceEncoder(keras.Model):
             norm = ops.sqrt(ops.sum(ops.square(embedding), axis=-1, keepdims=True))
             embedding = embedding / ops.maximum(norm, 1e-12)
         kwargs.setdefault("name", "sentence_encoder")
+        check_model_kwargs("SentenceEncoder", kwargs)
         super().__init__(inputs=inputs, outputs=embedding, **kwargs)
 
         # === Config ===
@@ -142,6 +145,14 @@ class SentenceEncoder(keras.Model):
                               weights=tf.maximum(spans["window_length"], 1))
         return tf.math.l2_normalize(pooled, axis=-1, epsilon=1e-24) if self.normalize else pooled
 
+    def predict(self, x, *args, **kwargs):
+        """Keras' `predict` on the three id tensors; texts go to `encode` (Keras
+        would answer them with "Unrecognized data type" from its data adapters)."""
+        if x is None or holds_text(x):
+            raise TypeError("SentenceEncoder.predict takes the dict of the three int32 id "
+                            "tensors; embed texts with encode(texts).")
+        return super().predict(x, *args, **kwargs)
+
     def encode(self, texts, batch_size=32, show_progress=None, long_text="truncate",
                doc_stride=None, doc_overlap=None, max_windows=64, truncate_dim=None):
         """NumPy float32 `[n, dim]` embeddings of a list of strings, in input order.
@@ -162,6 +173,7 @@ class SentenceEncoder(keras.Model):
             raise ValueError("SentenceEncoder.encode needs a preprocessor: pass preprocessor= "
                              "or load with SentenceEncoder.from_pretrained(dir).")
         batch_size = check_int(batch_size, "batch_size", 1)
+        check_bool(show_progress, "show_progress", allow_none=True)  # "no" would read as True
         if long_text not in WINDOW_MODES:
             raise ValueError(f"long_text must be one of {list(WINDOW_MODES)}, got {long_text!r}.")
         # The window settings reach graph ops (a zero step divides by zero there): checked
@@ -239,6 +251,7 @@ class SentenceEncoder(keras.Model):
         `History` (of the loss model, whose weights are this model's)."""
         check_int(epochs, "epochs", 1)
         check_int(steps_per_epoch, "steps_per_epoch", 1, allow_none=True)
+        check_int(seed, "seed", 0, allow_none=True)
         training = getattr(self, "_training", None)
         if training is None:
             self.compile()
@@ -333,6 +346,7 @@ class SentenceEncoder(keras.Model):
         `Model.export`."""
         if format != "tf_saved_model":
             return super().export(filepath, format=format, **kwargs)
+        check_replaceable(filepath, "export")
         if self.preprocessor is None:
             raise ValueError("export needs the preprocessor (its vocabulary): pass "
                              "preprocessor= or use from_pretrained.")
@@ -399,6 +413,7 @@ class SentenceEncoder(keras.Model):
 
     def save_pretrained(self, out_dir, source="tfbert.SentenceEncoder"):
         """Writes a tfbert checkpoint directory that `from_pretrained` reloads."""
+        check_replaceable(out_dir, "save_pretrained")
         if self.preprocessor is None:
             raise ValueError("save_pretrained needs the preprocessor (its vocabulary).")
         heads = {}
@@ -550,20 +565,9 @@ def truncate_embeddings(embeddings, truncate_dim, model):
     return cut / tf.maximum(tf.norm(cut, axis=1, keepdims=True), 1e-12)
 
 
-def check_texts(texts):
-    """`texts` as a list of str; a clear error for an empty input or a non-string item."""
-    if isinstance(texts, str):
-        raise TypeError("encode takes a list of strings, got one str: wrap it as [text].")
-    if isinstance(texts, np.ndarray):
-        texts = texts.tolist()
-    try:
-        texts = list(texts)
-    except TypeError:
-        raise TypeError(f"encode takes a list of strings, got {type(texts).__name__}.") from None
-    if not texts:
-        raise ValueError("encode got an empty list of texts.")
-    for i, t in enumerate(texts):
-        if not isinstance(t, str):
-            raise TypeError(f"encode: item {i} is {type(t).__name__} ({t!r:.40}), not a str.")
-    return texts
+def check_texts(texts, what="texts"):
+    """`texts` as a list of str, checked as every strings-in model checks its
+    texts (`tfbert.text.raw_texts.text_column`): one clear line for None, one string, an
+    empty list, a set, or an item that is not text (its index named)."""
+    return text_column(texts, what).tolist()
 

@@ -26,6 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert import checkpoint
+from tfbert.atomic import check_replaceable
 from tfbert.config import BertConfig
 from tfbert.config_loader import check_file_to_write, check_int
 from tfbert.data.batching import count_batches
@@ -33,6 +34,7 @@ from tfbert.data.batching import steps_per_epoch as steps_per_epoch_of
 from tfbert.encoder import BertEncoder
 from tfbert.models.text_data import check_batch_size, dataset_check_errors, holds_ids
 from tfbert.text.preprocessor import BertPreprocessor
+from tfbert.text.vocab import load_vocab
 from tfbert.train import recipe
 from tfbert.train.evaluation import RestoreBestEpoch
 from tfbert.train.optimizer import optimizer_for
@@ -58,8 +60,7 @@ class StringsModel:
     @classmethod
     def from_preset(cls, preset, vocab_file, lower_case=True, seq_length=128, **kwargs):
         """Random weights of a `BertConfig` preset ("tiny" ... "large") over `vocab_file`."""
-        with open(vocab_file, encoding="utf-8") as f:
-            vocab_size = sum(1 for _ in f)
+        vocab_size = len(load_vocab(vocab_file))  # one line for None, a missing file, ...
         config = BertConfig.from_preset(preset, vocab_size=vocab_size)
         preprocessor = BertPreprocessor(vocab_file=vocab_file, lower_case=lower_case,
                                         seq_length=seq_length,
@@ -102,6 +103,7 @@ class StringsModel:
         """A tfbert checkpoint (encoder, the head's weights under `head_prefix/`,
         vocabulary and `settings()` as the `settings_section`) that the
         class's `from_pretrained` reads; its encoder serves any other task too."""
+        check_replaceable(out_dir, "save_pretrained")
         head = self.get_layer(self.head_layer)
         with tempfile.TemporaryDirectory(prefix="tfbert-tokenizer-") as tmp:
             return checkpoint.save_checkpoint(
@@ -179,6 +181,7 @@ class StringsModel:
         # Checked here, before the recipe's TrainConfig would name its own fields.
         check_int(epochs, "epochs", 1, allow_none=True)
         check_int(steps_per_epoch, "steps_per_epoch", 1, allow_none=True)
+        check_int(seed, "seed", 0, allow_none=True)
         batch_size = check_batch_size(batch_size, None)
         if holds_ids(x):  # already preprocessed (the fine-tuning tasks' datasets)
             return super().fit(x, y, batch_size=batch_size, epochs=epochs or 1,

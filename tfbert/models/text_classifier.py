@@ -55,8 +55,8 @@ from tfbert.config_loader import check_int
 from tfbert.data.batching import training_batches, window_stream
 from tfbert.models.classifier import BertClassifier
 from tfbert.models.strings_model import StringsModel
-from tfbert.models.text_data import (check_batch_size, check_weights, dataset_columns, holds_ids,
-                                     text_columns, text_dataset)
+from tfbert.models.text_data import (check_batch_size, check_label_list, check_weights,
+                                     dataset_columns, holds_ids, text_columns, text_dataset)
 from tfbert.text.packer import trim_to_bucket, trim_to_longest
 from tfbert.text.preprocessor import BertPreprocessor
 from tfbert.text.windows import (WINDOW_MODES, check_doc_overlap, check_pair_length,
@@ -184,13 +184,11 @@ class TextClassifier(StringsModel, BertClassifier):
         if not 0 < float(threshold) < 1:
             raise ValueError(f"threshold must be in (0, 1), got {threshold}.")
         if label_list is not None:
-            label_list = [str(label) for label in label_list]
+            label_list = check_label_list(label_list)
             if num_classes == 1 or len(label_list) != num_classes:
                 raise ValueError(f"label_list has {len(label_list)} names for num_classes="
                                  f"{num_classes}" + (" (regression has no labels)."
                                                      if num_classes == 1 else "."))
-            if len(set(label_list)) != len(label_list):
-                raise ValueError(f"label_list names a label twice: {label_list}.")
         if long_text not in WINDOW_MODES:
             raise ValueError(f"long_text must be one of {WINDOW_MODES}, got {long_text!r}.")
         if window_pooling not in WINDOW_POOLING:
@@ -232,6 +230,7 @@ class TextClassifier(StringsModel, BertClassifier):
         (its head, as transformers loads it, unless `num_classes` differs), or
         one `save_pretrained` wrote (its head, labels and settings;
         `num_classes` must agree with the head)."""
+        check_int(seq_length, "seq_length", 2)  # before a saved seq_length can stand in for it
         ckpt = checkpoint.read_checkpoint(checkpoint_dir)
         encoder = cls.pretrained_encoder(ckpt)
         settings = ckpt.text_classifier
@@ -496,6 +495,13 @@ class TextClassifier(StringsModel, BertClassifier):
     def default_metrics(self):
         return head_metrics(self.num_classes, self.multi_label)
 
+    def dataset_checks(self):
+        # A user's dataset is not read ahead: Keras' sparse cross-entropy finds an
+        # id out of range in the graph, several lines deep (`dataset_check_errors`).
+        return {"outside the valid range of": f"x: the dataset holds a class id outside "
+                                              f"[0, {self.num_classes}) (num_classes="
+                                              f"{self.num_classes})."}
+
     def best_epoch_monitor(self):
         # The head's own metric (head_metrics), as the runner chooses on its task metric.
         if self.multi_label:
@@ -561,7 +567,7 @@ class TextClassifier(StringsModel, BertClassifier):
         Other `format`s go to Keras' own `Model.export`."""
         if format != "tf_saved_model":
             return super().export(filepath, format=format, **kwargs)
-        check_replaceable(filepath)  # a file there is named before the unread-pairs question
+        check_replaceable(filepath, "export")  # a file there is named before the unread-pairs question
         if self.pairs is None:
             raise ValueError("export: the model has not read any text yet; set pairs=True "
                              "or False (or fit it first).")

@@ -25,50 +25,21 @@ import tensorflow as tf
 
 from tfbert.config_loader import check_int
 from tfbert.encoder import INPUT_NAMES
+from tfbert.text.raw_texts import IDS_HINT, text_column
 
-IDS_HINT = "this model takes raw text (ids go to model(inputs) or to BertClassifier)"
-
-
-def text_column(values, what):
-    """One column of texts as a NumPy object array of str, or one clear error."""
-    if isinstance(values, (str, bytes)):
-        raise TypeError(f"{what} is one string; pass a list of texts, e.g. [{values!r:.40}].")
-    if isinstance(values, dict):
-        raise TypeError(f"{what} is a dict ({', '.join(map(str, values))}): this model takes "
-                        "raw text, not the three id tensors; call the model on ids instead.")
-    if hasattr(values, "to_numpy"):  # a pandas Series (or Index)
-        values = values.to_numpy()
-    elif hasattr(values, "numpy"):  # a tf.Tensor
-        values = values.numpy()
-    if isinstance(values, np.ndarray):
-        if values.dtype.kind in "iufb":
-            raise TypeError(f"{what} holds {values.dtype} values, not strings: {IDS_HINT}.")
-        if values.ndim != 1:
-            raise ValueError(f"{what} must be one text per example (rank 1), got shape "
-                             f"{values.shape}.")
-        values = values.tolist()
-    elif not hasattr(values, "__iter__"):
-        raise TypeError(f"{what} is {type(values).__name__}, not a list of texts.")
-    values = list(values)
-    if not values:
-        raise ValueError(f"{what} is empty: no texts.")
-    out = np.empty(len(values), dtype=object)
-    for i, text in enumerate(values):
-        if isinstance(text, bytes):
-            try:
-                text = text.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise ValueError(f"{what}[{i}] is bytes that are not UTF-8 text ({error.reason} "
-                                 f"at byte {error.start}): decode it first.") from None
-        if isinstance(text, (list, tuple, np.ndarray)):
-            raise ValueError(f"{what} must be one text per example (rank 1); {what}[{i}] is a "
-                             f"{type(text).__name__}.")
-        if isinstance(text, (int, np.integer)) and not isinstance(text, bool):
-            raise TypeError(f"{what}[{i}] is an int ({text}), not a string: {IDS_HINT}.")
-        if not isinstance(text, str):
-            raise TypeError(f"{what}[{i}] is {type(text).__name__} ({text!r:.40}), not str.")
-        out[i] = text
-    return out
+def check_label_list(label_list, unit="label"):
+    """`label_list` as a list of str names, or one clear line: a string (its
+    letters would become the labels), not a list, a name given twice."""
+    if isinstance(label_list, (str, bytes)):
+        raise TypeError(f"label_list must be a list of {unit} names, got the string "
+                        f"{label_list!r:.40}.")
+    if isinstance(label_list, (set, frozenset, dict)) or not hasattr(label_list, "__iter__"):
+        raise TypeError(f"label_list must be a list of {unit} names (in class-id order), got "
+                        f"{type(label_list).__name__}.")
+    label_list = [str(label) for label in label_list]
+    if len(set(label_list)) != len(label_list):
+        raise ValueError(f"label_list names a {unit} twice: {label_list}.")
+    return label_list
 
 
 def is_pair(x):
@@ -159,7 +130,11 @@ def check_weights(weights, n):
     """`sample_weight` as float32 `[n]`, or one clear error."""
     if weights is None:
         return None
-    weights = np.asarray(weights, np.float32)
+    try:
+        weights = np.asarray(weights, np.float32)
+    except (TypeError, ValueError):  # NumPy's message names neither the argument nor the item
+        raise TypeError(f"sample_weight must be numbers, one weight per text; got "
+                        f"{weights!r:.60}.") from None
     if weights.shape != (n,):
         raise ValueError(f"sample_weight has shape {weights.shape}; expected ({n},), one "
                          "weight per text.")

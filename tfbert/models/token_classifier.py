@@ -46,12 +46,13 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert import checkpoint
-from tfbert.config_loader import check_int
+from tfbert.atomic import check_replaceable
+from tfbert.config_loader import check_bool, check_int
 from tfbert.data.batching import training_batches, window_stream
 from tfbert.models.encoder_model import EncoderModel
 from tfbert.models.strings_model import StringsModel
-from tfbert.models.text_data import (IDS_HINT, check_batch_size, check_weights, holds_ids,
-                                     text_columns)
+from tfbert.models.text_data import (IDS_HINT, check_batch_size, check_label_list, check_weights,
+                                     holds_ids, text_columns)
 from tfbert.models.word_labels import (first_piece_positions, ids_outputs,
                                        logits_at_first_pieces, pack_words, tag_strings,
                                        tag_strings_in_windows, tagging_loss, tagging_metrics,
@@ -148,12 +149,7 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
             raise TypeError(f"TokenClassifier needs a BertPreprocessor, got "
                             f"{type(preprocessor).__name__}.")
         if label_list is not None:
-            if isinstance(label_list, str):
-                raise TypeError(f"label_list must be a list of tag names, got the string "
-                                f"{label_list!r:.40}.")
-            label_list = [str(label) for label in label_list]
-            if len(set(label_list)) != len(label_list):
-                raise ValueError(f"label_list names a tag twice: {label_list}.")
+            label_list = check_label_list(label_list, "tag")
         if num_classes is None:
             if label_list is None:
                 raise ValueError("TokenClassifier needs num_classes or label_list.")
@@ -196,6 +192,7 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
         head of `num_classes` or `len(label_list)` tags), or one
         `save_pretrained` wrote (its head, tags and `seq_length`;
         `num_classes` must agree with the head)."""
+        check_int(seq_length, "seq_length", 2)  # before a saved seq_length can stand in for it
         ckpt = checkpoint.read_checkpoint(checkpoint_dir)
         encoder = cls.pretrained_encoder(ckpt)
         settings = ckpt.token_classifier
@@ -563,6 +560,7 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
         module doc); `return_logits=True`: per text, the words' first-piece
         logits `[words, num_classes]`. The ids dict (or a dataset of it) gives
         Keras' per-position logits."""
+        return_logits = check_bool(return_logits, "return_logits")
         if holds_ids(x):
             return super().predict(x, batch_size=batch_size, **kwargs)
         if self.windowed:
@@ -599,6 +597,7 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
         `probabilities`, `tag_ids`. Other `format`s go to Keras' `Model.export`."""
         if format != "tf_saved_model":
             return super().export(filepath, format=format, **kwargs)
+        check_replaceable(filepath, "export")
         # export/ builds on models: imported here.
         from tfbert.export.compiled_call import compiled_call
         from tfbert.export.task_model import export_task_model

@@ -61,8 +61,8 @@ def retrieve_and_rerank(queries, corpus, bi_encoder, cross_encoder, top_k=10, re
     if index is not None and not (hasattr(index, "search") and hasattr(index, "ids")):
         raise TypeError(f"index must be a tfbert.retrieval.index.VectorIndex, got "
                         f"{type(index).__name__}.")
-    queries = check_texts(queries)
-    corpus = check_texts(corpus)
+    queries = check_texts(queries, "queries")
+    corpus = check_texts(corpus, "corpus")
     for what, texts in (("query", queries), ("passage", corpus)):
         empty = next((i for i, t in enumerate(texts) if not t.strip()), None)
         if empty is not None:

@@ -53,6 +53,9 @@ NotImplementedError: EchoTask.dataset
 """
 
 
+import os
+
+from tfbert.config_loader import check_int
 from tfbert.train.evaluation import best_epoch
 from tfbert.train.recipe import DEFAULT_MIN_STEPS
 from tfbert.train.trainer import fit_task
@@ -171,9 +174,23 @@ class Task:
     def score(self, predictions, reference):
         raise NotImplementedError(f"{type(self).__name__}.score")
 
+    def check_dev(self, dev):
+        """`dev`, or one line when it is not what `eval_data` returns: a path
+        (or None) given to `evaluate` would otherwise be unpacked as a tuple."""
+        if dev is None or isinstance(dev, (str, bytes, os.PathLike)):
+            raise TypeError(f"{type(self).__name__}.evaluate takes dev = "
+                            f"task.eval_data(path, batch_size), not {dev!r:.60}; read the "
+                            "file with eval_data first.")
+        return dev
+
+    @staticmethod
+    def check_batch_size(batch_size):
+        """`batch_size` as an int >= 1 (a zero would reach `tf.data` or `range`)."""
+        return check_int(batch_size, "batch_size", 1)
+
     def evaluate(self, model, dev):
         """Scores `model` on `dev = eval_data(...)`: predict, then `score`."""
-        inputs, reference = dev
+        inputs, reference = self.check_dev(dev)
         return self.score(model.predict(inputs, verbose=0), reference)
 
     def best_epoch(self, scores):

@@ -39,7 +39,7 @@ from tfbert.metrics import glue
 from tfbert.models.text_classifier import (WINDOW_POOLING, TextClassifier,
                                            classification_outputs, head_loss, head_metrics,
                                            pooled_logits, regression_outputs, text_windows)
-from tfbert.models.text_data import text_column
+from tfbert.text.raw_texts import text_column
 from tfbert.tasks.text_task import TextTask
 from tfbert.tasks.multi_label import MultiLabelClassification
 from tfbert.text.packer import trim_to_bucket
@@ -313,6 +313,7 @@ class ClassificationTask(TextTask):
     def eval_data(self, path, batch_size):
         """`(inputs dataset, reference)` for `score`."""
         examples, targets = self.read(self.require_dev_file(path))
+        batch_size = self.check_batch_size(batch_size)
         if self.windowed:  # raw strings: `evaluate` reads every window of each text
             return self.window_text_batches(self._texts(examples), batch_size), targets
         ds = tf.data.Dataset.from_tensor_slices(self._texts(examples)).batch(batch_size)
@@ -321,7 +322,7 @@ class ClassificationTask(TextTask):
 
     def dev_logits(self, model, dev):
         """Logits `[texts, outputs]` of `eval_data`'s inputs (windows pooled per text)."""
-        inputs, _ = dev
+        inputs, _ = self.check_dev(dev)
         if self.windowed:
             return self._logits(model, inputs)
         return np.asarray(model.predict(inputs, verbose=0))
@@ -383,6 +384,7 @@ class ClassificationTask(TextTask):
         """NumPy logits `[n, outputs]` of a dict of string lists (`text`,
         `text_b`): one row per text, its windows pooled with `long_text=windows`
         (then `batch_size` counts windows)."""
+        batch_size = self.check_batch_size(batch_size)
         if self.windowed:
             return self._logits(model, self.window_text_batches(texts, batch_size))
         ds = tf.data.Dataset.from_tensor_slices(texts).batch(batch_size)

@@ -49,6 +49,7 @@ from tfbert.config_loader import at_least, in_range, one_of, validate
 from tfbert.losses.listwise import ListwiseLoss
 from tfbert.metrics import retrieval
 from tfbert.layers.pooling import POOLING
+from tfbert.text.raw_texts import text_column
 from tfbert.models.cross_encoder import (CrossEncoder, cross_encoder_outputs, pointwise_loss,
                                          pointwise_metrics)
 from tfbert.tasks.text_task import TextTask
@@ -207,6 +208,7 @@ class CrossEncoderTask(TextTask):
         return self.read(path).groups()
 
     def evaluate(self, model, dev, batch_size=64):
+        dev = self.check_dev(dev)
         queries = [q for q, c, _ in dev for _ in c]
         passages = [p for _, c, _ in dev for p in c]
         logits = self.predict(model, queries, passages, batch_size)["logits"]
@@ -230,10 +232,15 @@ class CrossEncoderTask(TextTask):
 
     def predict(self, model, query, passage=None, batch_size=64):
         """`{"logits", "score"}` NumPy `[n]` for parallel lists of queries and passages."""
-        if passage is None or len(passage) != len(query):
+        query = text_column(query, "query").tolist()
+        if passage is None:
             raise ValueError("cross_encoder predict takes two lists of equal length: "
                              "queries and passages.")
-        logits = model.predict((list(query), list(passage)), batch_size=batch_size,
+        passage = text_column(passage, "passage").tolist()
+        if len(passage) != len(query):
+            raise ValueError(f"cross_encoder predict takes two lists of equal length: "
+                             f"{len(query)} queries and {len(passage)} passages.")
+        logits = model.predict((query, passage), batch_size=batch_size,
                                activation=None)
         return {k: v.numpy() for k, v in self.outputs(tf.constant(logits[:, None])).items()}
 

@@ -47,7 +47,7 @@ import tensorflow as tf
 
 from tfbert.data import readers
 from tfbert.data.batching import epoch_batches
-from tfbert.config_loader import at_least
+from tfbert.config_loader import at_least, vocab_tokens
 from tfbert.export.task_model import load_task_model
 from tfbert.tasks.base import Task
 from tfbert.tasks.classification import ClassificationConfig, ClassificationTask, RegressionTask
@@ -333,8 +333,7 @@ def augment_texts(texts, checkpoint_dir, copies=4, rate=0.4, top_k=8, seed=0):
 
     ckpt = checkpoint.read_checkpoint(checkpoint_dir)
     table = ckpt.encoder_weights()["embeddings/word_embeddings/embeddings"]
-    with open(ckpt.vocab_file, encoding="utf-8") as f:
-        vocab = [line.rstrip("\r\n") for line in f]
+    vocab = vocab_tokens(ckpt.vocab_file)
     index = {t: i for i, t in enumerate(vocab)}
     # Candidate substitutes: whole alphabetic words, not pieces or [SPECIAL] tokens.
     candidates = np.array([i for i, t in enumerate(vocab) if t.isalpha() and len(t) > 2])

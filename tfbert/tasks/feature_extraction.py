@@ -28,6 +28,7 @@ from tfbert.config_loader import at_least, one_of, validate
 from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
 from tfbert.layers.pooling import POOLING
+from tfbert.text.raw_texts import text_column
 from tfbert.models.feature_extractor import COMBINE, BertFeatureExtractor
 from tfbert.tasks.base import Task
 
@@ -78,7 +79,9 @@ class FeatureExtractionTask(Task):
         """`embedding` `[N, D]` and `features`: one `[tokens, D]` array per
         string (its real tokens, [CLS] and [SEP] included), plus `tokens`
         (the wordpiece strings)."""
-        ds = tf.data.Dataset.from_tensor_slices({"text": list(text)}).batch(batch_size)
+        texts = text_column(text, "text").tolist()  # one clear line for None, one str, ...
+        batch_size = self.check_batch_size(batch_size)
+        ds = tf.data.Dataset.from_tensor_slices({"text": texts}).batch(batch_size)
         embedding, features, tokens = [], [], []
         for texts in ds:
             inputs = self.encode(texts)

@@ -167,7 +167,7 @@ class MultiLabelClassification:
     def evaluate(self, model, dev):
         """Scores `model` on `dev`; on the threshold-choosing validation data,
         chooses the thresholds first and stores them in the model."""
-        _, (targets, path) = dev
+        _, (targets, path) = self.check_dev(dev)
         logits = self.dev_logits(model, dev)  # windows pooled per text with long_text=windows
         if path and path == self.threshold_file:
             probabilities = probabilities_of(logits)

@@ -52,6 +52,7 @@ from tfbert.config_loader import at_least, in_range, validate
 from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
 from tfbert.metrics.squad import squad_scores
+from tfbert.text.raw_texts import text_column
 from tfbert.models.answer_spans import (SPAN_LOSS_WEIGHTS, answer_strings, question_windows,
                                         search_spans, span_loss, window_targets)
 from tfbert.models.question_answerer import QuestionAnswerer
@@ -260,11 +261,13 @@ class QuestionAnsweringTask(Task):
         (characters; -1 for no answer), `no_answer_score` (v2.0) and `nbest`
         (list of `text`, `score`, `start_logit`, `end_logit`, `start_char`,
         `end_char`), from the same graph function as the export."""
-        questions, contexts = list(questions), list(contexts)
+        questions = text_column(questions, "questions").tolist()
+        contexts = text_column(contexts, "contexts").tolist()
         if len(questions) != len(contexts):
             raise ValueError(f"squad: {len(questions)} questions but {len(contexts)} contexts.")
         fn = self.answer_function(model)
-        size = batch_size or self.config.predict_batch_size
+        size = self.config.predict_batch_size if batch_size is None else (
+            self.check_batch_size(batch_size))
         results = []
         for i in range(0, len(questions), size):
             try:
@@ -286,7 +289,7 @@ class QuestionAnsweringTask(Task):
         return data, {e.id: list(e.answers) for e in data.examples}
 
     def evaluate(self, model, dev):
-        data, gold = dev
+        data, gold = self.check_dev(dev)
         results = self.predict(model, [e.question for e in data.examples],
                                [e.context for e in data.examples])
         return self.score(results, dev)

@@ -245,7 +245,7 @@ class SentenceEmbeddingTask(Task):
         return rows.anchor, rows.positive, None
 
     def evaluate(self, model, dev, batch_size=64):
-        texts, text_bs, scores = dev
+        texts, text_bs, scores = self.check_dev(dev)
         options = self.config.window_options()
         embeddings = (model.encode(texts, batch_size, **options),
                       model.encode(text_bs, batch_size, **options))

@@ -32,6 +32,7 @@ from tfbert.config_loader import at_least, in_range, one_of, validate
 from tfbert.export.compiled_call import compiled_call
 from tfbert.export.task_model import export_task_model
 from tfbert.metrics import seqeval
+from tfbert.text.raw_texts import text_column
 from tfbert.models.token_classifier import TokenClassifier
 # IGNORE is imported from here too (tests, tagging users).
 from tfbert.models.word_labels import (IGNORE, ids_outputs, pack_words,  # noqa: F401
@@ -205,6 +206,7 @@ class TaggingTask(Task):
         """`(inputs dataset, reference)`; reference holds the gold tags and the
         position of each word's first piece (-1: truncated away)."""
         sentences = self.read(self.require_dev_file(path))
+        batch_size = self.check_batch_size(batch_size)
         readers.encode_tags(sentences, self.label_list)  # unknown tags: error with file and line
         words = tf.data.Dataset.from_tensor_slices(tf.ragged.constant(sentences.words))
         if self.windowed:  # `evaluate` tags whole texts from their windows
@@ -232,7 +234,7 @@ class TaggingTask(Task):
     def evaluate(self, model, dev):
         if not self.windowed:
             return super().evaluate(model, dev)
-        words, reference = dev
+        words, reference = self.check_dev(dev)
         key = id(model)
         if key not in self._word_logits:
             self._word_logits[key] = tf.function(
@@ -286,7 +288,8 @@ class TaggingTask(Task):
         """`[[(word, tag, start, end), ...] per string]` with character offsets.
         With `long_text=windows`, `batch_size` counts windows (a text with more
         is a call of its own)."""
-        text = list(text)
+        text = text_column(text, "text").tolist()  # one clear line for None, one str, ...
+        batch_size = self.check_batch_size(batch_size)
         batches = [(i, min(i + batch_size, len(text))) for i in range(0, len(text), batch_size)]
         if self.windowed:
             c = self.config

@@ -2,6 +2,8 @@
 
 import os
 
+from tfbert import config_loader
+
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 # RoBERTa's (byte-level BPE) in the same roles: pad, unk, start, separator, mask.
 BPE_SPECIAL_TOKENS = ("<pad>", "<unk>", "<s>", "</s>", "<mask>")
@@ -71,17 +73,8 @@ class Vocab:
 
 def load_vocab(path):
     """Reads a `vocab.txt` into a `Vocab`; errors name the file and line."""
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"Vocabulary file not found: {path}")
-    try:
-        with open(path, encoding="utf-8") as f:
-            tokens = [line.rstrip("\r\n") for line in f]
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: not UTF-8 text: {e}") from None
-    while tokens and not tokens[-1]:  # a trailing blank line is not a token
-        tokens.pop()
-    return Vocab(tokens, source=path)
+    path = os.fspath(config_loader.check_path(path, "vocab_file"))
+    return Vocab(config_loader.vocab_tokens(path), source=path)
 
 
 def learn_vocab(texts, vocab_size, lower_case=True, max_unique_chars=1000, batch_size=1024,

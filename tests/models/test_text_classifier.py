@@ -168,6 +168,10 @@ def test_pairs_regression_and_multi_label_heads():
     pair.fit((a, b), [1, 1, 0, 0], epochs=1, verbose=0)
     assert pair.pairs and pair.text_inputs == ("text", "text_b")
     assert pair.predict((a, b), verbose=0).shape == (4, 2)
+    # predict batches pairs by length (longest first); rows stay in input order.
+    one_by_one = np.concatenate([pair.predict(([x], [y]), verbose=0) for x, y in zip(a, b)])
+    np.testing.assert_allclose(pair.predict((a, b), batch_size=2, verbose=0), one_by_one,
+                               atol=1e-5)
     with pytest.raises(ValueError, match="This model reads pairs; got 1 text column"):
         pair.predict(a, verbose=0)
 

@@ -48,8 +48,9 @@ def docstring_classification(data):
 @pytest.mark.slow
 def test_distilled_student_learns_the_teachers_labels_and_serves(tmp_path, minilm_ckpt):
     """Over a minute: the teacher is MiniLM fine-tuned for real (a teacher that
-    knows nothing teaches nothing), then the student trains a quarter of the
-    benchmark's steps; nothing smaller shows a student taking a teacher's labels."""
+    knows nothing teaches nothing; half the benchmark's epochs), then the
+    student trains a quarter of the benchmark's steps; nothing smaller shows a
+    student taking a teacher's labels."""
     import keras
     import tensorflow as tf
 
@@ -58,8 +59,12 @@ def test_distilled_student_learns_the_teachers_labels_and_serves(tmp_path, minil
     data = tmp_path / "data"
     sizes = docstring_families.build_docstring_task(str(data), **docstring_families.TASK_SIZES)
     assert sizes == {"train": 100, "dev": 300, "transfer": 1000}
+    # Half the benchmark teacher's 8 epochs: dev accuracy 0.71 against its 0.75
+    # (docs/smaller_models.md), above the 0.6 this test needs, at half the cost;
+    # its 2-layer student then scores 0.62 and agrees with it on 0.77.
     teacher = finetune(docstring_classification(data),
-                       TrainConfig(**docstring_families.TEACHER_TRAIN, jit_compile=False, verbose=0),
+                       TrainConfig(**{**docstring_families.TEACHER_TRAIN, "epochs": 4},
+                                   jit_compile=False, verbose=0),
                        str(tmp_path / "teacher"), init_checkpoint=minilm_ckpt,
                        export_dir=str(tmp_path / "teacher_export"))
     keras.backend.clear_session()

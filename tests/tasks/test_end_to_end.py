@@ -2,9 +2,10 @@
 well above chance, and the exported SavedModel, reloaded in a fresh process,
 gives the in-memory model's predictions from raw strings.
 
-Also: converted all-MiniLM-L6-v2 weights beat random initialisation on the
-same data with the same seed and steps (transfer works), and the
-frozen-encoder mode trains a head on cached features.
+Also: the frozen-encoder mode trains a head on cached features. (That
+converted all-MiniLM-L6-v2 weights beat random initialisation on this data,
+same recipe and steps, and that the export served from a fresh process
+answers the sentences, is tests/tools/test_quickstart.py's main job.)
 """
 
 import json
@@ -13,7 +14,6 @@ import os
 import numpy as np
 import pytest
 
-from tfbert.checkpoint import read_checkpoint
 from tfbert.config import BertConfig
 from tfbert.tasks.classification import ClassificationConfig, ClassificationTask
 from tfbert.tasks.runner import TrainConfig, finetune
@@ -36,41 +36,6 @@ print(json.dumps({k: dec(v.numpy().tolist()) if v.dtype == tf.string else v.nump
 def serve_fresh(run_python, path, inputs):
     source = f"PATH = {path!r}\nINPUTS = {inputs!r}\n" + SERVE
     return json.loads(run_python(source).strip().splitlines()[-1])
-
-
-def test_minilm_transfer_beats_random_init(tmp_path, minilm_checkpoint, data_dir, run_python):
-    """Over a minute: the 6-layer MiniLM is fine-tuned twice (its weights and a
-    random init of its shape) and the export served in a fresh process; that
-    pretraining transfers to words never seen in training needs the real
-    weights, and a random init of the same model is the control."""
-    ckpt = minilm_checkpoint
-    # Same seed and steps for both; dev sentiment words never occur in train,
-    # so only pretrained knowledge generalises. No XLA here: compiling
-    # MiniLM twice would cost more than the 20 steps (XLA is covered below).
-    train = TrainConfig(batch_size=16, learning_rate=5e-5, epochs=2, seed=1, jit_compile=False)
-
-    def task():
-        return ClassificationTask(ClassificationConfig(
-            train_file=os.path.join(data_dir, "sentiment_train.tsv"),
-            dev_file=os.path.join(data_dir, "sentiment_dev.tsv"), seq_length=24))
-
-    pre = finetune(task(), train, str(tmp_path / "pre"), init_checkpoint=ckpt,
-                   export_dir=str(tmp_path / "pre" / "export" / "1"))
-    rand = finetune(task(), train, str(tmp_path / "rand"),
-                    encoder_config=read_checkpoint(ckpt).config,
-                    vocab_file=os.path.join(ckpt, "vocab.txt"))
-    print(f"dev accuracy: MiniLM init {pre.best_score:.3f}, random init {rand.best_score:.3f}")
-    assert pre.best_score >= 0.85
-    assert rand.best_score <= 0.70
-    assert pre.dev_scores[-1]["mcc"] > 0.7
-
-    text = ["The soundtrack was superb .", "Sadly , the laptop was a nightmare .",
-            "Honestly , the coffee exceeded my expectations ."]
-    want = pre.task.predict(pre.model, text)
-    assert want["label"].tolist() == ["positive", "negative", "positive"]
-    got = serve_fresh(run_python, pre.export_dir, {"text": text})
-    assert got["label"] == want["label"].tolist()
-    np.testing.assert_allclose(got["probabilities"], want["probabilities"], atol=1e-5)
 
 
 def test_regression_end_to_end(tmp_path, data_dir, uncased_vocab_file, run_python):

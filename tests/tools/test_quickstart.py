@@ -40,6 +40,9 @@ def test_main_job_writes_every_artifact_and_beats_its_baselines(tmp_path):
     assert summary["dev_accuracy_majority_class"] == pytest.approx(0.5)
     assert summary["dev_accuracy_pretrained"] >= 0.9
     assert summary["dev_accuracy_pretrained"] > summary["dev_accuracy_random_init"] + 0.2
+    # The dev set's sentiment words never occur in train: only pretrained
+    # knowledge generalises, so the same model from random init stays near chance.
+    assert summary["dev_accuracy_random_init"] <= 0.70
     # Artifacts: checkpoint, SavedModel, TFLite, run dirs with logs and predictions.
     assert (out / "minilm" / "config.json").is_file()
     assert (out / "minilm" / "model.safetensors").is_file()

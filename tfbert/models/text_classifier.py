@@ -524,8 +524,22 @@ class TextClassifier(StringsModel, BertClassifier):
                 raise TypeError(f"predict on texts with long_text='windows' takes x, "
                                 f"batch_size and verbose; got {sorted(kwargs)}.")
             return self.window_predict(x, check_batch_size(batch_size, 32))
-        return super().predict(self.text_batches(x, batch_size=batch_size, with_targets=False),
-                               **kwargs)
+        if isinstance(x, tf.data.Dataset):
+            return super().predict(self.text_batches(x, batch_size=batch_size,
+                                                     with_targets=False), **kwargs)
+        # Longest texts first, as sentence-transformers' encode batches: a batch
+        # is cut to its longest text, so texts of like length share batches;
+        # the rows go back into input order.
+        columns = text_columns(x)
+        lengths = sum(np.array([len(text) for text in column], np.int64) for column in columns)
+        order = np.argsort(-lengths, kind="stable")
+        by_length = tuple(c[order] for c in columns)
+        logits = super().predict(self.text_batches(by_length if len(by_length) == 2 else
+                                                   by_length[0], batch_size=batch_size,
+                                                   with_targets=False), **kwargs)
+        out = np.empty_like(logits)
+        out[order] = logits
+        return out
 
     def window_predict(self, x, batch_size):
         """NumPy logits `[n, num_classes]`, windows pooled per text (as the

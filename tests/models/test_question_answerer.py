@@ -238,6 +238,8 @@ def test_save_pretrained_round_trip_and_head_check(untrained, tmp_path,
     assert (settings.seq_length, settings.max_query_length, settings.doc_stride) == (64, 16, 32)
     again = QuestionAnswerer.from_pretrained(out)
     assert again.head_config() == model.head_config()
+    assert again.preprocessor.seq_length == 64  # the saved one, unless another is asked for
+    assert QuestionAnswerer.from_pretrained(out, seq_length=48).preprocessor.seq_length == 48
     ids = next(iter(model.text_batches((ODD[0][:2], ODD[1][:2]), with_targets=False)))
     np.testing.assert_allclose(again(ids)["start_logits"], model(ids)["start_logits"], atol=1e-5)
     # A plain encoder checkpoint: the same encoder, a fresh head, the given settings.

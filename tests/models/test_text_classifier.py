@@ -142,6 +142,9 @@ def test_save_pretrained_round_trip_and_head_check(trained, tmp_path):
     out = model.save_pretrained(str(tmp_path / "ckpt"))
     again = TextClassifier.from_pretrained(out)
     assert again.label_list == LABELS and again.pairs is False
+    # The saved seq_length (32) unless another is asked for.
+    assert again.preprocessor.seq_length == 32
+    assert TextClassifier.from_pretrained(out, seq_length=16).preprocessor.seq_length == 16
     np.testing.assert_allclose(again.predict(texts, verbose=0),
                                model.predict(texts, verbose=0), atol=1e-5)
     with pytest.raises(ValueError, match=r"classifier head has 2 outputs, but num_classes=3"):
@@ -305,7 +308,7 @@ print(json.dumps({{"replicas": strategy.num_replicas_in_sync,
     (lambda m: TextClassifier(m.encoder, m.preprocessor, num_clases=3),
      r"^TextClassifier got unexpected keyword argument\(s\) \['num_clases'\]\.$"),  # dropped
     (lambda m: TextClassifier.from_pretrained("nowhere", seq_length=0),
-     r"^seq_length must be >= 2 \(an integer\), got 0\.$"),  # a saved seq_length stood in
+     r"^seq_length must be >= 2 \(an integer or None\), got 0\.$"),  # was replaced by a saved one
     (lambda m: TextClassifier.from_preset("tiny", None), r"^vocab_file must be a path"),
     (lambda m: m.fit(tf.data.Dataset.from_tensor_slices((["a", "b"], [0, 7])).batch(2)),
      r"^x: the dataset holds a class id outside \[0, 2\) \(num_classes=2\)\.$"),

@@ -164,6 +164,8 @@ def test_save_pretrained_round_trip_and_head_check(untrained, tmp_path,
     out = model.save_pretrained(str(tmp_path / "ckpt"))
     again = TokenClassifier.from_pretrained(out)
     assert again.label_list == LABELS and again.preprocessor.seq_length == 64
+    # An asked-for seq_length takes the saved one's place.
+    assert TokenClassifier.from_pretrained(out, seq_length=32).preprocessor.seq_length == 32
     np.testing.assert_allclose(word_logits(again, TEXTS), word_logits(model, TEXTS), atol=1e-5)
     # Its encoder is a plain tfbert checkpoint's: TextClassifier starts from it.
     assert checkpoint.read_checkpoint(out).text_classifier is None

@@ -158,11 +158,12 @@ class QuestionAnswerer(StringsModel, BertSpanLabeler):
     # === Constructors ===
 
     @classmethod
-    def from_pretrained(cls, checkpoint_dir, seq_length=384, **kwargs):
+    def from_pretrained(cls, checkpoint_dir, seq_length=None, **kwargs):
         """From a tfbert checkpoint: a converted or pretrained encoder (a fresh
         span head), or one `save_pretrained` wrote (its head and settings;
-        keyword arguments override the settings)."""
-        check_int(seq_length, "seq_length", 5)  # before a saved seq_length can stand in for it
+        keyword arguments override the settings). `seq_length`: as given,
+        else the saved model's, else 384."""
+        seq_length = check_int(seq_length, "seq_length", 5, allow_none=True)
         ckpt = checkpoint.read_checkpoint(checkpoint_dir)
         encoder = cls.pretrained_encoder(ckpt)
         settings = ckpt.question_answerer
@@ -170,8 +171,9 @@ class QuestionAnswerer(StringsModel, BertSpanLabeler):
         if settings:
             for key in SETTINGS:
                 kwargs.setdefault(key, getattr(settings, key))
-            seq_length = settings.seq_length or seq_length
-        preprocessor = BertPreprocessor.from_pretrained(checkpoint_dir, seq_length=seq_length)
+            seq_length = seq_length or settings.seq_length
+        preprocessor = BertPreprocessor.from_pretrained(checkpoint_dir,
+                                                        seq_length=seq_length or 384)
         model = cls(encoder, preprocessor, **kwargs)
         if head:
             model.assign_head(head, ckpt.weights_path, "question answerer head")

@@ -224,13 +224,14 @@ class TextClassifier(StringsModel, BertClassifier):
     # === Constructors ===
 
     @classmethod
-    def from_pretrained(cls, checkpoint_dir, num_classes=None, seq_length=128, **kwargs):
+    def from_pretrained(cls, checkpoint_dir, num_classes=None, seq_length=None, **kwargs):
         """From a tfbert checkpoint: a converted or pretrained encoder (a fresh
         head of `num_classes`, default 2), a converted `...ForSequenceClassification`
         (its head, as transformers loads it, unless `num_classes` differs), or
         one `save_pretrained` wrote (its head, labels and settings;
-        `num_classes` must agree with the head)."""
-        check_int(seq_length, "seq_length", 2)  # before a saved seq_length can stand in for it
+        `num_classes` must agree with the head). `seq_length`: as given, else
+        the saved model's, else 128."""
+        seq_length = check_int(seq_length, "seq_length", 2, allow_none=True)
         ckpt = checkpoint.read_checkpoint(checkpoint_dir)
         encoder = cls.pretrained_encoder(ckpt)
         settings = ckpt.text_classifier
@@ -246,8 +247,9 @@ class TextClassifier(StringsModel, BertClassifier):
                         "long_text", "doc_stride", "doc_overlap", "max_windows",
                         "window_pooling"):
                 kwargs.setdefault(key, getattr(settings, key))
-            seq_length = settings.seq_length or seq_length
-        preprocessor = BertPreprocessor.from_pretrained(checkpoint_dir, seq_length=seq_length)
+            seq_length = seq_length or settings.seq_length
+        preprocessor = BertPreprocessor.from_pretrained(checkpoint_dir,
+                                                        seq_length=seq_length or 128)
         kwargs = {k: v for k, v in kwargs.items() if v is not None}
         model = cls(encoder, preprocessor, num_classes=2 if num_classes is None else num_classes,
                     **kwargs)

@@ -186,13 +186,14 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
     # === Constructors ===
 
     @classmethod
-    def from_pretrained(cls, checkpoint_dir, num_classes=None, label_list=None, seq_length=128,
+    def from_pretrained(cls, checkpoint_dir, num_classes=None, label_list=None, seq_length=None,
                         **kwargs):
         """From a tfbert checkpoint: a converted or pretrained encoder (a fresh
         head of `num_classes` or `len(label_list)` tags), or one
         `save_pretrained` wrote (its head, tags and `seq_length`;
-        `num_classes` must agree with the head)."""
-        check_int(seq_length, "seq_length", 2)  # before a saved seq_length can stand in for it
+        `num_classes` must agree with the head). `seq_length`: as given, else
+        the saved model's, else 128."""
+        seq_length = check_int(seq_length, "seq_length", 2, allow_none=True)
         ckpt = checkpoint.read_checkpoint(checkpoint_dir)
         encoder = cls.pretrained_encoder(ckpt)
         settings = ckpt.token_classifier
@@ -200,10 +201,11 @@ class TokenClassifier(StringsModel, BertTokenClassifier):
         if head:
             num_classes = cls.head_size(head, num_classes, ckpt.weights_path, "token classifier")
             label_list = label_list or settings.label_list
-            seq_length = settings.seq_length or seq_length
+            seq_length = seq_length or settings.seq_length
             for key in ("dropout", "long_text", "doc_stride", "doc_overlap", "max_windows"):
                 kwargs.setdefault(key, getattr(settings, key))
-        preprocessor = BertPreprocessor.from_pretrained(checkpoint_dir, seq_length=seq_length)
+        preprocessor = BertPreprocessor.from_pretrained(checkpoint_dir,
+                                                        seq_length=seq_length or 128)
         model = cls(encoder, preprocessor, num_classes=num_classes, label_list=label_list,
                     **kwargs)
         if head:

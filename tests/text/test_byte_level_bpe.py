@@ -74,17 +74,22 @@ def test_ids_and_offsets_match_transformers(tokenizer, reference):
                                                        line)]
     assert len(lines) - len(plain) == 2
     for batch in (lines, plain):
-        ids = tokenizer(tf.constant(batch)).to_list()
-        same_ids, starts, ends = [x.to_list() for x in
-                                  tokenizer.tokenize_with_offsets(tf.constant(batch))]
-        assert same_ids == ids
-        differ = []
-        for k, line in enumerate(batch):
-            want = reference(line, add_special_tokens=False, return_offsets_mapping=True)
-            if (ids[k] != want["input_ids"] or list(zip(starts[k], ends[k]))
-                    != [tuple(o) for o in want["offset_mapping"]]):
-                differ.append(line)
+        ids, differ = differing_lines(tokenizer, reference, batch)
+        assert tokenizer(tf.constant(batch)).to_list() == ids
         assert differ == []
+
+
+def differing_lines(ours, theirs, lines):
+    """`(ids, lines)`: our ids of `lines`, and the lines whose ids or offsets
+    differ from `theirs` (a transformers tokenizer)."""
+    ids, starts, ends = [x.to_list() for x in ours.tokenize_with_offsets(tf.constant(lines))]
+    differ = []
+    for k, line in enumerate(lines):
+        want = theirs(line, add_special_tokens=False, return_offsets_mapping=True)
+        if (ids[k] != want["input_ids"] or list(zip(starts[k], ends[k]))
+                != [tuple(o) for o in want["offset_mapping"]]):
+            differ.append(line)
+    return ids, differ
 
 
 @pytest.fixture(scope="module")
@@ -207,13 +212,7 @@ def test_special_tokens_match_transformers(tokenizer, reference, bpe_dir, tmp_pa
     assert [t["rstrip"] for t in pairs[2][0].special_tokens] == [True, False, True, False, True]
     lines = with_special_tokens(docstring_sentences(40))
     for ours, theirs in pairs:
-        ids, starts, ends = [x.to_list() for x in ours.tokenize_with_offsets(tf.constant(lines))]
-        differ = []
-        for k, line in enumerate(lines):
-            want = theirs(line, add_special_tokens=False, return_offsets_mapping=True)
-            if (ids[k] != want["input_ids"] or list(zip(starts[k], ends[k]))
-                    != [tuple(o) for o in want["offset_mapping"]]):
-                differ.append(line)
+        ids, differ = differing_lines(ours, theirs, lines)
         assert differ == []
         assert sum(i.count(4) for i in ids) == sum(t.count("<mask>") for t in lines) > 200
 

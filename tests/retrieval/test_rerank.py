@@ -53,7 +53,7 @@ def test_bad_input_is_one_clear_line(minilm_bi_encoder, cross_encoder):
     cases = [
         (dict(queries=[" "]), ValueError, "query 0 is empty"),
         (dict(corpus=["a", ""]), ValueError, "passage 1 is empty"),
-        (dict(corpus=[]), ValueError, "empty list of texts"),
+        (dict(corpus=[]), ValueError, "corpus is empty: no texts"),
         (dict(top_k=3), ValueError, "top_k=3 but the corpus has 2 passages"),
         (dict(top_k=1, corpus_embeddings=np.zeros((3, 384))), ValueError,
          "corpus_embeddings has 3 rows for 2 passages"),

@@ -55,8 +55,8 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert import checkpoint
-from tfbert.config_loader import check_int
 from tfbert.atomic import check_replaceable
+from tfbert.config_loader import check_int
 from tfbert.data.batching import window_stream
 from tfbert.models.answer_spans import (ANSWER_NOT_AT_START, SPAN_LOSS_WEIGHTS,
                                         answer_byte_range, answer_strings, question_windows,

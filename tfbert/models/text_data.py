@@ -27,6 +27,7 @@ from tfbert.config_loader import check_int
 from tfbert.encoder import INPUT_NAMES
 from tfbert.text.raw_texts import IDS_HINT, text_column
 
+
 def check_label_list(label_list, unit="label"):
     """`label_list` as a list of str names, or one clear line: a string (its
     letters would become the labels), not a list, a name given twice."""
